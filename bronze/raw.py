@@ -1,0 +1,342 @@
+"""bronze.quorum_raw, bronze.metrics_raw, bronze.partitions_raw: one row per landing record, raw and lossless.
+
+A landing file arrives as one row of Spark's `binaryFile` source (`path`, `modificationTime`, `length`, `content`).
+JSON Lines files give one record per line; CLI captures and Prometheus scrapes are one record per file. Every
+record keeps its text unchanged in `payload` (or its bytes in `payload_base64` when they are not UTF-8 text), and
+gets a `parse_error` when it cannot be read; nothing is dropped.
+
+`record_id` is the MERGE key that makes ingestion idempotent: it hashes the record's format, the path segments
+that carry meaning (`cluster=`, `node=`, the capture time in the file name), the file's content and the line
+number, so the same file arriving again, under another name or in another date folder, adds nothing. An empty
+file has no content to identify it by, so its path stands in for the content.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from datetime import datetime
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
+
+# (source folder, file-name suffix without .gz) -> (format, one record per line?)
+FORMATS: dict[str, list[tuple[str, str, bool]]] = {
+    "quorum": [
+        (".replication.txt", "quorum_cli_replication", False),
+        (".status.txt", "quorum_cli_status", False),
+        (".jsonl", "describe_quorum_json", True),
+    ],
+    "metrics": [
+        (".prom", "prometheus_text", False),
+        (".jsonl", "jmx_json", True),
+    ],
+    "partitions": [
+        (".topics.txt", "kafka_topics_cli", False),
+        (".jsonl", "partition_json", True),
+    ],
+}
+
+RAW_COLUMNS = [
+    "record_id", "format", "cluster_id", "node_id", "collected_at", "api_version", "payload", "payload_base64",
+    "source_file", "line_number", "file_sha256", "file_size", "file_modified_at", "ingested_at", "parse_error",
+]
+
+_INTEGER = "^(TINYINT|SMALLINT|INT|BIGINT)$"
+_NUMBER = "^(TINYINT|SMALLINT|INT|BIGINT|FLOAT|DOUBLE|DECIMAL\\(.*\\))$"
+_INT_ARRAY = "^ARRAY<(TINYINT|SMALLINT|INT|BIGINT|VOID)>$"
+
+
+def build_raw_records(files: DataFrame, source: str, ingested_at: datetime) -> DataFrame:
+    """One bronze row per record of the given landing files (columns of BINARY_FILE_SCHEMA)."""
+    if source not in FORMATS:
+        raise ValueError(f"unknown landing source {source!r}; expected one of {sorted(FORMATS)}")
+    return (
+        files.transform(_decompressed)
+        .transform(lambda df: _classified(df, source))
+        .transform(_split_into_records)
+        .transform(_parsed)
+        .withColumn("ingested_at", F.lit(ingested_at).cast("timestamp"))
+        .transform(_keyed)
+        .select(*RAW_COLUMNS)
+    )
+
+
+# --- files -> decoded text ------------------------------------------------------------------------------------------
+
+def gunzip(data: bytes | None) -> tuple[bytes | None, str | None]:
+    """Decompressed bytes, or None and the reason they could not be decompressed."""
+    if data is None:
+        return None, None
+    try:
+        return gzip.decompress(data), None
+    except (OSError, EOFError, zlib.error) as exc:
+        return None, f"not a valid gzip file ({exc})"
+
+
+_gunzip_udf = F.udf(
+    gunzip,
+    T.StructType([T.StructField("data", T.BinaryType()), T.StructField("error", T.StringType())]),
+    useArrow=True,
+)
+
+
+def _decompressed(files: DataFrame) -> DataFrame:
+    """`data` holds the file's bytes after gzip; `decode_error` says why it could not be decompressed."""
+    is_gz = F.lower(F.col("path")).endswith(".gz")
+    gz = (
+        files.where(is_gz)
+        .withColumn("_gz", _gunzip_udf(F.col("content")))
+        .select("*", F.col("_gz.data").alias("data"), F.col("_gz.error").alias("decode_error"))
+        .drop("_gz")
+    )
+    plain = files.where(~is_gz).withColumn("data", F.col("content")).withColumn("decode_error", F.lit(None).cast("string"))
+    return gz.unionByName(plain)
+
+
+def _classified(files: DataFrame, source: str) -> DataFrame:
+    """Format, whether it is line-oriented, and what the path says (cluster, node, capture time)."""
+    file_name = F.regexp_extract(F.col("path"), r"([^/]*)$", 1)
+    base_name = F.regexp_replace(file_name, r"(?i)\.gz$", "")
+    fmt: Column = F.lit("unknown")
+    per_line: Column = F.lit(False)
+    for suffix, name, lines in reversed(FORMATS[source]):
+        matches = F.lower(base_name).endswith(suffix)
+        fmt = F.when(matches, F.lit(name)).otherwise(fmt)
+        per_line = F.when(matches, F.lit(lines)).otherwise(per_line)
+    text = F.col("data").cast("string")
+    return files.select(
+        F.col("path").alias("source_file"),
+        F.col("modificationTime").alias("file_modified_at"),
+        F.col("length").alias("file_size"),
+        F.col("content"),
+        F.col("data"),
+        F.col("decode_error"),
+        fmt.alias("format"),
+        per_line.alias("per_line"),
+        F.lit(source).alias("source"),
+        F.lit(", ".join(f"*{suffix}[.gz]" for suffix, _, _ in FORMATS[source])).alias("expected_suffixes"),
+        _path_segment("cluster").alias("path_cluster_id"),
+        _path_segment("node").alias("path_node"),
+        F.expr(r"try_cast(nullif(regexp_extract(" "regexp_extract(path, '([^/]*)$', 1), '^(-?[0-9]+)\\.', 1), '') AS BIGINT)")
+        .alias("path_collected_at_ms"),
+        text.alias("text"),
+        F.when(F.col("data").isNotNull(), F.expr("is_valid_utf8(cast(data AS STRING))")).alias("is_utf8"),
+    )
+
+
+def _path_segment(key: str) -> Column:
+    value = F.regexp_extract(F.col("path"), rf"/{key}=([^/]+)/", 1)
+    return F.when(value != "", value)
+
+
+# --- text -> records ------------------------------------------------------------------------------------------------
+
+def _split_into_records(files: DataFrame) -> DataFrame:
+    """One row per record: a line of a readable JSON Lines file, else the whole file."""
+    readable = F.col("data").isNotNull() & F.col("is_utf8") & (F.length("text") > 0)
+    lines = F.split(F.col("text"), "\n", -1)
+    lines = F.when(F.col("text").endswith("\n"), F.slice(lines, 1, F.size(lines) - 1)).otherwise(lines)
+    whole_file = F.array(F.struct(F.lit(None).cast("int").alias("pos"), F.col("text").alias("line")))
+    per_line = F.transform(lines, lambda line, i: F.struct((i + 1).alias("pos"), line.alias("line")))
+    exploded = files.withColumn(
+        "_record", F.explode(F.when(F.col("per_line") & readable, per_line).otherwise(whole_file))
+    )
+    record_text = F.col("_record.line")
+    payload = F.when(F.col("per_line") & readable, F.regexp_replace(record_text, "\r$", "")).otherwise(record_text)
+    undecodable = F.col("data").isNull() | ~F.coalesce(F.col("is_utf8"), F.lit(False))
+    return exploded.select(
+        "*",
+        F.col("_record.pos").alias("line_number"),
+        F.when(undecodable, F.expr("make_valid_utf8(cast(coalesce(data, content) AS STRING))"))
+        .otherwise(payload).alias("payload"),
+        F.when(undecodable, F.base64(F.col("content"))).alias("payload_base64"),
+    ).drop("_record")
+
+
+# --- records -> envelope fields and parse errors --------------------------------------------------------------------
+
+def _parsed(records: DataFrame) -> DataFrame:
+    is_json_format = F.col("format").isin("describe_quorum_json", "jmx_json", "partition_json")
+    with_json = records.withColumn("_json", F.when(is_json_format, F.expr("try_parse_json(payload)")))
+    fmt = F.col("format")
+
+    json_cluster = _get("cluster_id", "string")
+    cluster_id = F.when(is_json_format, F.coalesce(json_cluster, F.col("path_cluster_id"))).otherwise(
+        F.col("path_cluster_id")
+    )
+    collected_ms = (
+        F.when(fmt == "describe_quorum_json", _get("collected_at_ms", "bigint"))
+        .when(fmt == "partition_json", _get("collected_at_ms", "bigint"))
+        .when(fmt == "jmx_json", _get("scraped_at_ms", "bigint"))
+        .otherwise(F.col("path_collected_at_ms"))
+    )
+    node_id = (
+        F.when(fmt == "jmx_json", F.coalesce(_get("node_id", "int"), _path_node_id()))
+        .when(fmt == "prometheus_text", _path_node_id())
+    )
+    api_version = F.when(fmt == "describe_quorum_json", _get("api_version", "int"))
+
+    return with_json.select(
+        "*",
+        cluster_id.alias("cluster_id"),
+        node_id.alias("node_id"),
+        F.timestamp_millis(collected_ms).alias("collected_at"),
+        api_version.alias("api_version"),
+        _parse_error().alias("parse_error"),
+    ).drop("_json")
+
+
+def _get(field: str, sql_type: str) -> Column:
+    """The field as `sql_type` when the JSON value has a matching type, else NULL."""
+    kind = _kind(field)
+    pattern = {"string": "^STRING$", "bigint": _INTEGER, "int": _INTEGER}[sql_type]
+    value = F.expr(f"try_variant_get(_json, '$.{field}', '{sql_type}')")
+    return F.when(kind.rlike(pattern), value)
+
+
+def _path_node_id() -> Column:
+    return F.expr("try_cast(path_node AS INT)")
+
+
+def _kind(field: str) -> Column:
+    """The JSON type of a top-level field as Spark names it (BIGINT, STRING, OBJECT<...>, VOID for null)."""
+    return F.expr(f"schema_of_variant(variant_get(_json, '$.{field}'))")
+
+
+def _field_check(field: str, pattern: str, expected: str, required: bool = True) -> Column:
+    kind = _kind(field)
+    missing = F.lit(f"missing field '{field}'") if required else F.lit(None).cast("string")
+    return (
+        F.when(kind.isNull(), missing)
+        .when(kind == "VOID", F.lit(f"field '{field}' is null") if required else F.lit(None).cast("string"))
+        .when(~kind.rlike(pattern), F.concat(F.lit(f"field '{field}' must be {expected}, not "), F.lower(kind)))
+    )
+
+
+def _json_errors(checks: list[Column]) -> Column:
+    """Errors of a JSON Lines record: blank, malformed, not an object, then each field check."""
+    blank = F.trim(F.col("payload")) == ""
+    not_json = F.col("_json").isNull()
+    not_object = ~F.expr("schema_of_variant(_json)").startswith("OBJECT")
+    structural = (
+        F.when(blank, F.lit("blank line"))
+        .when(not_json, F.lit("malformed JSON"))
+        .when(not_object, F.lit("not a JSON object"))
+    )
+    return F.coalesce(structural, F.concat_ws("; ", F.array(*checks)))
+
+
+def _cluster_check() -> Column:
+    kind = _kind("cluster_id")
+    return (
+        F.when(kind.isNull() & F.col("path_cluster_id").isNull(), F.lit("missing field 'cluster_id' (and no cluster= path segment)"))
+        .when(kind == "VOID", F.lit("field 'cluster_id' is null"))
+        .when(kind.isNotNull() & (kind != "STRING"), F.concat(F.lit("field 'cluster_id' must be a string, not "), F.lower(kind)))
+        .when((kind == "STRING") & (F.trim(F.expr("try_variant_get(_json, '$.cluster_id', 'string')")) == ""),
+              F.lit("field 'cluster_id' is empty"))
+    )
+
+
+def _node_check() -> Column:
+    kind = _kind("node_id")
+    return (
+        F.when(kind.isNull() & F.col("path_node").isNull(), F.lit("missing field 'node_id' (and no node= path segment)"))
+        .when(kind.isNull() & F.expr("try_cast(path_node AS INT)").isNull(), F.lit("node= path segment is not an integer"))
+        .when(kind == "VOID", F.lit("field 'node_id' is null"))
+        .when(kind.isNotNull() & ~kind.rlike(_INTEGER), F.concat(F.lit("field 'node_id' must be an integer, not "), F.lower(kind)))
+    )
+
+
+def _whole_file_errors(content_check: Column, needs_node: bool) -> Column:
+    checks = [
+        F.when(F.col("path_cluster_id").isNull(), F.lit("no cluster=<id> segment in the path")),
+        F.when(F.col("path_collected_at_ms").isNull(), F.lit("file name does not start with <collected_at_ms>.")),
+    ]
+    if needs_node:
+        checks.append(
+            F.when(F.col("path_node").isNull(), F.lit("no node=<id> segment in the path"))
+            .when(F.expr("try_cast(path_node AS INT)").isNull(), F.lit("node= path segment is not an integer"))
+        )
+    checks.append(content_check)
+    return F.concat_ws("; ", F.array(*checks))
+
+
+def _has_line(pattern: str) -> Column:
+    return F.col("payload").rlike(f"(?m){pattern}")
+
+
+def _parse_error() -> Column:
+    fmt = F.col("format")
+    file_level = (
+        F.when(F.col("decode_error").isNotNull(), F.col("decode_error"))
+        .when(F.col("data").isNotNull() & ~F.col("is_utf8"), F.lit("not UTF-8 text (binary data?); bytes kept in payload_base64"))
+        .when(F.col("file_size") == 0, F.lit("empty file"))
+        .when(F.length("text") == 0, F.lit("empty file after decompression"))
+    )
+    unknown = F.concat(
+        F.lit("unrecognized file name in "), F.col("source"),
+        F.lit("/: expected one of "),
+        F.col("expected_suffixes"),
+    )
+    integer_array = "an array of integers"
+    by_format = (
+        F.when(fmt == "describe_quorum_json", _json_errors([
+            _cluster_check(),
+            _field_check("collected_at_ms", _INTEGER, "an integer"),
+            _field_check("api_version", _INTEGER, "an integer"),
+            F.when(_get("api_version", "int") < 0, F.lit("field 'api_version' is negative")),
+            _field_check("response", "^OBJECT", "an object"),
+        ]))
+        .when(fmt == "jmx_json", _json_errors([
+            _cluster_check(),
+            _node_check(),
+            _field_check("scraped_at_ms", _INTEGER, "an integer"),
+            _field_check("mbean", "^STRING$", "a string"),
+            _field_check("attribute", "^STRING$", "a string"),
+            _field_check("value", _NUMBER, "a number"),
+        ]))
+        .when(fmt == "partition_json", _json_errors([
+            _cluster_check(),
+            _field_check("collected_at_ms", _INTEGER, "an integer"),
+            _field_check("topic", "^STRING$", "a string"),
+            _field_check("partition", _INTEGER, "an integer"),
+            _field_check("leader", _INTEGER, "an integer"),
+            _field_check("replicas", _INT_ARRAY, integer_array),
+            _field_check("isr", _INT_ARRAY, integer_array),
+            _field_check("min_isr", _INTEGER, "an integer"),
+            _field_check("adding_replicas", _INT_ARRAY, integer_array, required=False),
+            _field_check("removing_replicas", _INT_ARRAY, integer_array, required=False),
+            _field_check("elr", _INT_ARRAY, integer_array, required=False),
+        ]))
+        .when(fmt == "quorum_cli_replication", _whole_file_errors(
+            F.when(~_has_line(r"^NodeId\s"), F.lit("not a 'describe --replication' capture (no NodeId header)")), False))
+        .when(fmt == "quorum_cli_status", _whole_file_errors(
+            F.when(~_has_line(r"^LeaderId:"), F.lit("not a 'describe --status' capture (no LeaderId line)")), False))
+        .when(fmt == "kafka_topics_cli", _whole_file_errors(
+            F.when(~_has_line(r"^\s*Topic:"), F.lit("not a 'kafka-topics --describe' capture (no Topic: line)")), False))
+        .when(fmt == "prometheus_text", _whole_file_errors(
+            F.when(~_has_line(r"^[ \t]*[a-zA-Z_:]"), F.lit("no samples in the scrape")), True))
+        .when(fmt == "unknown", unknown)
+    )
+    message = F.coalesce(file_level, by_format)
+    return F.when(message != "", message)
+
+
+def _keyed(records: DataFrame) -> DataFrame:
+    content_hash = F.when(F.col("file_size") == 0, F.concat(F.lit("empty:"), F.col("source_file"))).otherwise(
+        F.sha2(F.coalesce(F.col("data"), F.col("content")), 256)
+    )
+    key = F.concat_ws(
+        "\u0001",
+        F.col("format"),
+        F.coalesce(F.col("path_cluster_id"), F.lit("")),
+        F.coalesce(F.col("path_node"), F.lit("")),
+        F.coalesce(F.col("path_collected_at_ms").cast("string"), F.lit("")),
+        content_hash,
+        F.coalesce(F.col("line_number").cast("string"), F.lit("")),
+    )
+    return records.withColumn("file_sha256", F.sha2(F.col("content"), 256)).withColumn("record_id", F.sha2(key, 256))

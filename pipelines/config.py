@@ -1,0 +1,110 @@
+"""The one settings object of a run: paths, catalog, thresholds and the run's own time.
+
+Settings come from defaults, then an optional TOML file (`--config`), then command-line flags. Nothing here reads
+the environment at import time; `Config` is frozen so a run cannot change its own settings half way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the CLI prints it as one line and exits 2."""
+
+
+@dataclass(frozen=True)
+class Config:
+    landing: str = "./lakehouse/landing"
+    warehouse: str = "./lakehouse/warehouse"
+    # Unity Catalog catalog on Databricks; None locally, where tables are `<schema>.<table>` in spark_catalog.
+    catalog: str | None = None
+    # Where streaming checkpoints live; defaults to <warehouse>/_checkpoints.
+    checkpoint_root: str | None = None
+    # `files`: Spark's open-source file source; `autoloader`: Databricks' cloudFiles. Same code path otherwise.
+    ingest_mode: str = "files"
+    max_files_per_trigger: int = 1000
+    spark_master: str = "local[*]"
+    shuffle_partitions: int = 2
+    # Data-quality and SLO settings (contract defaults).
+    replica_caught_up_slo_ms: int = 2000
+    quorum_lag_time_slo_ms: int = 2000
+    window_minutes: int = 5
+    high_watermark_stall_ms: int = 5000
+    divergence_tolerance_ms: int = 15000
+    future_skew_ms: int = 300_000
+    # The run's own time: every row written by this run carries it as `ingested_at`.
+    run_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc).replace(microsecond=0))
+
+    @property
+    def checkpoints(self) -> str:
+        return self.checkpoint_root or _join(self.warehouse, "_checkpoints")
+
+    def with_overrides(self, **overrides: Any) -> Config:
+        """A copy with the given non-None settings replaced, validated."""
+        known = {f.name for f in dataclasses.fields(self)}
+        clean = {k: v for k, v in overrides.items() if v is not None}
+        unknown = sorted(set(clean) - known)
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+        updated = dataclasses.replace(self, **clean)
+        updated.validate()
+        return updated
+
+    def validate(self) -> None:
+        if self.ingest_mode not in ("files", "autoloader"):
+            raise ConfigError(f"ingest_mode must be 'files' or 'autoloader', not {self.ingest_mode!r}")
+        for name in ("max_files_per_trigger", "shuffle_partitions", "window_minutes"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name} must be at least 1")
+        for name in ("replica_caught_up_slo_ms", "quorum_lag_time_slo_ms", "high_watermark_stall_ms",
+                     "divergence_tolerance_ms", "future_skew_ms"):
+            if int(getattr(self, name)) < 0:
+                raise ConfigError(f"{name} must not be negative")
+        if self.run_at.tzinfo is None:
+            raise ConfigError("run_at must carry a time zone")
+
+
+_INT_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", int)}
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Settings from a TOML file: top-level keys named like `Config` fields (a `[quorumlake]` table also works)."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {p}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
+    if isinstance(data.get("quorumlake"), dict):
+        data = {**{k: v for k, v in data.items() if k != "quorumlake"}, **data["quorumlake"]}
+    for key, value in data.items():
+        if key in _INT_SETTINGS and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ConfigError(f"config file {p}: {key} must be an integer")
+        if key == "run_at":
+            raise ConfigError(f"config file {p}: run_at is set by the run itself")
+    return data
+
+
+def build_config(config_file: str | None = None, **overrides: Any) -> Config:
+    """Defaults, then the config file, then explicit overrides (e.g. command-line flags)."""
+    base = Config()
+    from_file = load_config_file(config_file) if config_file else {}
+    return base.with_overrides(**from_file).with_overrides(**overrides)
+
+
+def _join(root: str, *parts: str) -> str:
+    return "/".join([root.rstrip("/"), *parts])

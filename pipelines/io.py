@@ -1,0 +1,166 @@
+"""Every read, write, MERGE and checkpoint of the lakehouse, in one place.
+
+Locally each table is an external Delta table at `<warehouse>/<schema>/<table>`, registered by name at session start
+(cheap and idempotent), so `bronze.quorum_raw` resolves in every process without a metastore. On Databricks the
+tables are Unity Catalog managed tables `<catalog>.<schema>.<table>`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from bronze.raw import BINARY_FILE_SCHEMA
+from pipelines.config import Config
+from pipelines.tables import SCHEMAS, TableSpec
+
+
+class Lakehouse:
+    """The tables and checkpoints of one warehouse, seen through one Spark session."""
+
+    def __init__(self, spark: SparkSession, config: Config):
+        self.spark = spark
+        self.config = config
+
+    # --- names and places ---------------------------------------------------------------------------------------
+
+    def table_name(self, spec: TableSpec) -> str:
+        return f"{self.config.catalog}.{spec.name}" if self.config.catalog else spec.name
+
+    def schema_name(self, schema: str) -> str:
+        return f"{self.config.catalog}.{schema}" if self.config.catalog else schema
+
+    def table_path(self, spec: TableSpec) -> str:
+        return _join(_absolute(self.config.warehouse), spec.schema, spec.table)
+
+    def checkpoint(self, *parts: str) -> str:
+        return _join(_absolute(self.config.checkpoints), *parts)
+
+    # --- registration -------------------------------------------------------------------------------------------
+
+    def ensure_tables(self, specs: tuple[TableSpec, ...]) -> None:
+        """Create (or just register) every schema and table; safe to call at every start."""
+        for schema in SCHEMAS:
+            if self.config.catalog:
+                self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_name(schema)}")
+            else:
+                location = _join(_absolute(self.config.warehouse), schema)
+                self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema} LOCATION '{location}'")
+        for spec in specs:
+            partitioning = f" PARTITIONED BY ({', '.join(spec.partitioned_by)})" if spec.partitioned_by else ""
+            location = "" if self.config.catalog else f" LOCATION '{self.table_path(spec)}'"
+            comment = spec.comment.replace("'", "\\'")
+            self.spark.sql(
+                f"CREATE TABLE IF NOT EXISTS {self.table_name(spec)} ({spec.ddl}) USING DELTA"
+                f"{partitioning}{location} COMMENT '{comment}'"
+            )
+
+    def read(self, spec: TableSpec) -> DataFrame:
+        return self.spark.table(self.table_name(spec))
+
+    # --- writes -------------------------------------------------------------------------------------------------
+
+    def insert_new(self, spec: TableSpec, rows: DataFrame) -> None:
+        """Insert the rows whose key the table does not hold yet; rows already there are left as they are."""
+        key = list(spec.key)
+        condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key)
+        source = rows.select(*spec.column_names).dropDuplicates(key)
+        (
+            DeltaTable.forName(self.spark, self.table_name(spec)).alias("t")
+            .merge(source.alias("s"), condition)
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+
+    # --- landing --------------------------------------------------------------------------------------------------
+
+    def landing_path(self, source: str) -> str:
+        return _join(self.config.landing, source)
+
+    def stream_landing_files(self, source: str, on_batch: Callable[[DataFrame], None]) -> None:
+        """Hand every landing file of `source` not seen by an earlier run to `on_batch`, in bounded batches.
+
+        The streaming checkpoint records which files were handed over; `on_batch` must be idempotent, because a
+        batch whose run crashed before the checkpoint commit is handed over again.
+        """
+        path = self.landing_path(source)
+        if self.config.ingest_mode == "autoloader":
+            reader = (
+                self.spark.readStream.format("cloudFiles")
+                .option("cloudFiles.format", "binaryFile")
+                .option("cloudFiles.schemaLocation", self.checkpoint("bronze", source, "_schema"))
+                .option("cloudFiles.maxFilesPerTrigger", str(self.config.max_files_per_trigger))
+                .option("cloudFiles.includeExistingFiles", "true")
+            )
+        else:
+            reader = (
+                self.spark.readStream.format("binaryFile")
+                .schema(BINARY_FILE_SCHEMA)
+                .option("recursiveFileLookup", "true")
+                .option("maxFilesPerTrigger", str(self.config.max_files_per_trigger))
+            )
+        query = (
+            reader.load(path)
+            .writeStream.queryName(f"bronze_{source}")
+            .foreachBatch(lambda batch, _batch_id: on_batch(batch))
+            .option("checkpointLocation", self.checkpoint("bronze", source))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+
+    def empty_landing_files(self, source: str) -> DataFrame:
+        """The zero-byte files of `source`, shaped like binaryFile rows.
+
+        Spark's file sources skip zero-byte files, so they never reach a stream; this listing catches them, and
+        the MERGE key (which uses the path for empty files) keeps a re-run from adding them twice.
+        """
+        root = Path(self.landing_path(source))
+        rows = []
+        if root.is_dir():
+            for directory, dirs, files in os.walk(root):
+                dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+                for name in files:
+                    if name.startswith((".", "_")):
+                        continue
+                    p = Path(directory) / name
+                    stat = p.stat()
+                    if stat.st_size == 0:
+                        rows.append((_spark_file_uri(p), datetime.fromtimestamp(stat.st_mtime), 0, bytearray()))
+        return self.spark.createDataFrame(rows, BINARY_FILE_SCHEMA)
+
+    # --- reporting -------------------------------------------------------------------------------------------------
+
+    def count_ingested(self, spec: TableSpec, run_at: datetime) -> tuple[int, int]:
+        """Rows this run added to a bronze table, and how many of them carry a parse error."""
+        row = (
+            self.read(spec)
+            .where(F.col("ingested_at") == F.lit(run_at))
+            .agg(F.count(F.lit(1)).alias("rows"), F.count("parse_error").alias("errors"))
+            .first()
+        )
+        return int(row["rows"]), int(row["errors"])
+
+
+def _absolute(path: str) -> str:
+    if "://" in path or path.startswith(("dbfs:", "/Volumes/")):
+        return path.rstrip("/")
+    return str(Path(path).absolute())
+
+
+def _join(root: str, *parts: str) -> str:
+    return "/".join([root.rstrip("/"), *parts])
+
+
+def _spark_file_uri(p: Path) -> str:
+    """The path as Spark's file sources spell it (`file:/abs/path`)."""
+    absolute = str(p.absolute())
+    if absolute.startswith("/Volumes/"):
+        return "dbfs:" + absolute
+    return "file:" + absolute

@@ -1,0 +1,78 @@
+"""The Spark session: local Spark with Delta on disk, or the session Databricks hands us.
+
+One session per process. Locally it must be the first SparkSession the process creates, because
+`spark.jars.packages` is only read when the JVM starts (lakehouse-ecosystem.md §1.4).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import resources
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipelines.config import Config
+
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
+
+
+def on_databricks() -> bool:
+    return "DATABRICKS_RUNTIME_VERSION" in os.environ
+
+
+def ivy_home() -> Path:
+    """Where Delta's jars are cached after the first download (override with QUORUMLAKE_IVY_HOME)."""
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "quorumlake" / "ivy"
+    return Path(os.environ.get("QUORUMLAKE_IVY_HOME", default))
+
+
+def get_spark(config: Config, app_name: str = "quorumlake") -> SparkSession:
+    """The process's Spark session, created on first call."""
+    if on_databricks():
+        return SparkSession.builder.getOrCreate()
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    # Python workers must run the interpreter that has our dependencies (pyarrow, ...), not whatever `python3` is.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    return _local_builder(config, app_name).getOrCreate()
+
+
+def _local_builder(config: Config, app_name: str) -> SparkSession.Builder:
+    from delta import configure_spark_with_delta_pip
+
+    settings = resources.files("pipelines").joinpath("ivysettings.xml")
+    maven_root = os.environ.get("QUORUMLAKE_MAVEN_REPO", MAVEN_CENTRAL)
+    warehouse = Path(config.warehouse).absolute()
+    java_opts = f"-Dquorumlake.maven.root={maven_root} -Dderby.system.home={warehouse / '_derby'}"
+    builder = (
+        SparkSession.builder.master(config.spark_master)
+        .appName(app_name)
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.pyspark.driver.python", sys.executable)
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.jars.ivy", str(ivy_home()))
+        .config("spark.jars.ivySettings", str(settings))
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.sql.warehouse.dir", str(warehouse / "_managed"))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
+        .config("spark.default.parallelism", str(max(2, config.shuffle_partitions)))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.databricks.delta.delta.log.cacheSize", "10")
+        .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
+        .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+    )
+    return configure_spark_with_delta_pip(builder)
+
+
+def quiet(spark: SparkSession) -> None:
+    """Keep Spark's console to errors, so CLI output stays readable."""
+    spark.sparkContext.setLogLevel("ERROR")
