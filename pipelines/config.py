@@ -44,7 +44,7 @@ class Config:
     divergence_tolerance_ms: int = 15000
     future_skew_ms: int = 300_000
     # The run's own time: every row written by this run carries it as `ingested_at`.
-    run_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc).replace(microsecond=0))
+    run_at: datetime = field(default_factory=lambda: now_ms())
 
     @property
     def checkpoints(self) -> str:
@@ -73,6 +73,12 @@ class Config:
                 raise ConfigError(f"{name} must not be negative")
         if self.run_at.tzinfo is None:
             raise ConfigError("run_at must carry a time zone")
+
+
+def now_ms() -> datetime:
+    """The current UTC time at millisecond precision (what Delta and Kafka both keep)."""
+    now = datetime.now(timezone.utc)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 _INT_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", int)}

@@ -56,6 +56,10 @@ class Lakehouse:
             partitioning = f" PARTITIONED BY ({', '.join(spec.partitioned_by)})" if spec.partitioned_by else ""
             location = "" if self.config.catalog else f" LOCATION '{self.table_path(spec)}'"
             comment = spec.comment.replace("'", "\\'")
+            if not self.config.catalog:
+                # Local names live in this process's in-memory catalog: (re)point them at this warehouse.
+                # Dropping an external table leaves its Delta folder untouched.
+                self.spark.sql(f"DROP TABLE IF EXISTS {spec.name}")
             self.spark.sql(
                 f"CREATE TABLE IF NOT EXISTS {self.table_name(spec)} ({spec.ddl}) USING DELTA"
                 f"{partitioning}{location} COMMENT '{comment}'"

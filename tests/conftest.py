@@ -1,0 +1,56 @@
+"""One Delta-enabled Spark session for the whole test run; each test gets its own landing zone and warehouse."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import Config
+from pipelines.io import Lakehouse
+from pipelines.session import get_spark, quiet
+
+DATA = Path(__file__).parent / "data"
+
+# Python turns naive datetimes into Spark timestamps with the local zone; pin it so tests mean UTC everywhere.
+os.environ["TZ"] = "UTC"
+time.tzset()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    # Must be the first SparkSession of the process (Delta's jars are only picked up when the JVM starts).
+    config = Config(warehouse=str(tmp_path_factory.mktemp("session-warehouse")), spark_master="local[2]",
+                    shuffle_partitions=2)
+    session = get_spark(config, app_name="quorumlake-tests")
+    quiet(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def landing(tmp_path) -> Callable[..., Path]:
+    """Build a landing zone in a temp folder from named trees under tests/data (e.g. 'landing', 'landing_bad')."""
+    root = tmp_path / "landing"
+    root.mkdir()
+
+    def build(*trees: str) -> Path:
+        for tree in trees:
+            shutil.copytree(DATA / tree, root, dirs_exist_ok=True)
+        return root
+
+    return build
+
+
+@pytest.fixture
+def make_lakehouse(spark, tmp_path) -> Callable[..., Lakehouse]:
+    def make(landing: Path, **settings) -> Lakehouse:
+        config = Config(landing=str(landing), warehouse=str(tmp_path / "warehouse"), spark_master="local[2]",
+                        shuffle_partitions=2).with_overrides(**settings)
+        return Lakehouse(spark, config)
+
+    return make

@@ -1,0 +1,227 @@
+"""bronze.raw.build_raw_records on tiny binaryFile-shaped inputs."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from datetime import datetime, timezone
+
+import pytest
+from chispa import assert_df_equality
+
+from bronze.raw import BINARY_FILE_SCHEMA, RAW_COLUMNS, build_raw_records, gunzip
+
+RUN_AT = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone.utc)
+MTIME = datetime(2026, 11, 21, 11, 0, 0)
+COLUMNS = ["format", "cluster_id", "node_id", "collected_at", "api_version", "line_number", "payload", "parse_error"]
+EXPECTED_SCHEMA = (
+    "format STRING, cluster_id STRING, node_id INT, collected_at TIMESTAMP, api_version INT, line_number INT, "
+    "payload STRING, parse_error STRING"
+)
+QUORUM_OK = (
+    '{"cluster_id":"c1","collected_at_ms":1730000000600,"api_version":1,"response":{"errorCode":0,"topics":[]}}'
+)
+
+
+def files(spark, *entries: tuple[str, bytes]):
+    rows = [(f"file:/landing/{path}", MTIME, len(data), bytearray(data)) for path, data in entries]
+    return spark.createDataFrame(rows, BINARY_FILE_SCHEMA)
+
+
+def ts(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).replace(tzinfo=None)
+
+
+def records(spark, source: str, *entries: tuple[str, bytes]):
+    return build_raw_records(files(spark, *entries), source, RUN_AT)
+
+
+def test_output_has_the_registry_columns(spark):
+    from pipelines.tables import BRONZE_QUORUM_RAW
+
+    out = records(spark, "quorum", ("q/a.jsonl", QUORUM_OK.encode()))
+    assert out.columns == RAW_COLUMNS == BRONZE_QUORUM_RAW.column_names
+    assert {f.name: f.dataType.simpleString() for f in out.schema.fields} == {
+        n: t.lower() for n, t, _ in BRONZE_QUORUM_RAW.columns
+    }
+
+
+def test_json_lines_become_one_row_per_line_with_envelope_fields(spark):
+    data = (QUORUM_OK + "\nnot json\n" + QUORUM_OK.replace("1730000000600", '"1730000000600"') + "\n").encode()
+    out = records(spark, "quorum", ("quorum/2024/a.jsonl", data)).select(*COLUMNS)
+    lines = data.decode().splitlines()
+    expected = spark.createDataFrame(
+        [
+            ("describe_quorum_json", "c1", None, ts(1730000000600), 1, 1, lines[0], None),
+            ("describe_quorum_json", None, None, None, None, 2, "not json", "malformed JSON"),
+            ("describe_quorum_json", "c1", None, None, 1, 3, lines[2],
+             "field 'collected_at_ms' must be an integer, not string"),
+        ],
+        EXPECTED_SCHEMA,
+    )
+    assert_df_equality(out, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ('{"cluster_id":"c1","collected_at_ms":1,"api_version":0}', "missing field 'response'"),
+        ('{"cluster_id":"c1","collected_at_ms":1,"api_version":0,"response":"x"}', "field 'response' must be an object, not string"),
+        ('{"cluster_id":"c1","collected_at_ms":1,"api_version":-1,"response":{}}', "field 'api_version' is negative"),
+        ('{"cluster_id":7,"collected_at_ms":1,"api_version":0,"response":{}}', "field 'cluster_id' must be a string, not bigint"),
+        ('{"cluster_id":"c1","collected_at_ms":null,"api_version":0,"response":{}}', "field 'collected_at_ms' is null"),
+        ('{"cluster_id":"c1","collected_at_ms":1.5,"api_version":0,"response":{}}', "field 'collected_at_ms' must be an integer, not decimal(2,1)"),
+        ('{"collected_at_ms":1,"api_version":0,"response":{}}', "missing field 'cluster_id' (and no cluster= path segment)"),
+        ("[1,2]", "not a JSON object"),
+        ("   ", "blank line"),
+        ('{"cluster_id":"c1"}', "missing field 'collected_at_ms'; missing field 'api_version'; missing field 'response'"),
+    ],
+)
+def test_quorum_envelope_errors_are_named(spark, line, error):
+    out = records(spark, "quorum", ("quorum/a.jsonl", (line + "\n").encode())).select("payload", "parse_error").first()
+    assert out["payload"] == line
+    assert out["parse_error"] == error
+
+
+def test_newer_api_version_is_not_an_error(spark):
+    line = QUORUM_OK.replace('"api_version":1', '"api_version":3').replace('"topics":[]', '"topics":[],"newField":1')
+    out = records(spark, "quorum", ("quorum/a.jsonl", line.encode())).first()
+    assert (out["api_version"], out["parse_error"], out["payload"]) == (3, None, line)
+
+
+def test_cluster_from_path_when_the_record_has_none(spark):
+    line = '{"collected_at_ms":1,"api_version":0,"response":{}}'
+    out = records(spark, "quorum", ("quorum/cluster=from-path/x.jsonl", line.encode())).first()
+    assert (out["cluster_id"], out["parse_error"]) == ("from-path", None)
+
+
+def test_record_cluster_wins_over_path(spark):
+    out = records(spark, "quorum", ("quorum/cluster=from-path/x.jsonl", QUORUM_OK.encode())).first()
+    assert out["cluster_id"] == "c1"
+
+
+def test_crlf_blank_lines_and_missing_final_newline(spark):
+    data = (QUORUM_OK + "\r\n\r\n" + QUORUM_OK).encode()
+    out = records(spark, "quorum", ("quorum/a.jsonl", data)).orderBy("line_number").select("line_number", "payload", "parse_error")
+    assert [tuple(r) for r in out.collect()] == [(1, QUORUM_OK, None), (2, "", "blank line"), (3, QUORUM_OK, None)]
+
+
+def test_whole_file_captures_take_cluster_and_time_from_the_path(spark):
+    text = "NodeId\tLogEndOffset\t\n"
+    out = records(
+        spark, "quorum",
+        ("quorum/cluster=k1/2024-10-27/1730000000500.replication.txt", text.encode()),
+        ("quorum/cluster=k1/1730000000501.status.txt.gz", gzip.compress(b"LeaderId:               1\n")),
+    ).select(*COLUMNS)
+    expected = spark.createDataFrame(
+        [
+            ("quorum_cli_replication", "k1", None, ts(1730000000500), None, None, text, None),
+            ("quorum_cli_status", "k1", None, ts(1730000000501), None, None, "LeaderId:               1\n", None),
+        ],
+        EXPECTED_SCHEMA,
+    )
+    assert_df_equality(out, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "error"),
+    [
+        ("quorum/1730000000500.replication.txt", b"NodeId\t\n", "no cluster=<id> segment in the path"),
+        ("quorum/cluster=k/latest.replication.txt", b"NodeId\t\n", "file name does not start with <collected_at_ms>."),
+        ("quorum/cluster=k/1.replication.txt", b"Error: timeout\n", "not a 'describe --replication' capture (no NodeId header)"),
+        ("quorum/cluster=k/1.status.txt", b"hello\n", "not a 'describe --status' capture (no LeaderId line)"),
+        ("quorum/cluster=k/notes.md", b"hello\n",
+         "unrecognized file name in quorum/: expected one of *.replication.txt[.gz], *.status.txt[.gz], *.jsonl[.gz]"),
+        ("quorum/cluster=k/1.status.txt.gz", b"\x1f\x8b\x08\x00garbage", None),
+        ("quorum/cluster=k/1.status.txt", b"", "empty file"),
+        ("quorum/cluster=k/1.status.txt.gz", gzip.compress(b""), "empty file after decompression"),
+    ],
+)
+def test_whole_file_errors(spark, path, data, error):
+    out = records(spark, "quorum", (path, data)).first()
+    if error is None:
+        assert out["parse_error"].startswith("not a valid gzip file")
+        assert base64.b64decode(out["payload_base64"]) == data
+    else:
+        assert out["parse_error"] == error
+
+
+def test_binary_garbage_keeps_its_bytes(spark):
+    data = bytes((i * 37 + 11) % 256 for i in range(64))
+    out = records(spark, "quorum", ("quorum/g.jsonl", data)).collect()
+    assert len(out) == 1
+    assert out[0]["parse_error"].startswith("not UTF-8 text")
+    assert base64.b64decode(out[0]["payload_base64"]) == data
+
+
+def test_metrics_formats(spark):
+    jmx = ('{"cluster_id":"c1","node_id":3,"scraped_at_ms":1730000000500,'
+           '"mbean":"kafka.server:type=raft-metrics","attribute":"current-leader","value":3002.0}')
+    bad_jmx = jmx.replace('"value":3002.0', '"value":"leader"')
+    prom = "# TYPE x gauge\nx 1.0\n"
+    out = records(
+        spark, "metrics",
+        ("metrics/2024/s.jsonl", (jmx + "\n" + bad_jmx + "\n").encode()),
+        ("metrics/cluster=c1/node=7/1730000000400.prom", prom.encode()),
+        ("metrics/cluster=c1/node=x/1730000000400.prom", prom.encode()),
+        ("metrics/cluster=c1/node=8/1730000000400.prom", b"# only comments\n"),
+    ).select("format", "cluster_id", "node_id", "collected_at", "line_number", "parse_error")
+    expected = spark.createDataFrame(
+        [
+            ("jmx_json", "c1", 3, ts(1730000000500), 1, None),
+            ("jmx_json", "c1", 3, ts(1730000000500), 2, "field 'value' must be a number, not string"),
+            ("prometheus_text", "c1", 7, ts(1730000000400), None, None),
+            ("prometheus_text", "c1", None, ts(1730000000400), None, "node= path segment is not an integer"),
+            ("prometheus_text", "c1", 8, ts(1730000000400), None, "no samples in the scrape"),
+        ],
+        "format STRING, cluster_id STRING, node_id INT, collected_at TIMESTAMP, line_number INT, parse_error STRING",
+    )
+    assert_df_equality(out, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_partition_json_checks_every_field(spark):
+    good = ('{"cluster_id":"c1","collected_at_ms":1,"topic":"t","partition":0,"leader":-1,"replicas":[1,2],'
+            '"isr":[],"min_isr":1,"adding_replicas":[2]}')
+    bad = '{"cluster_id":"c1","collected_at_ms":1,"topic":"t","partition":0,"leader":1,"replicas":["1"],"isr":"1","elr":[true]}'
+    out = records(spark, "partitions", ("partitions/p.jsonl", (good + "\n" + bad + "\n").encode()))
+    errors = [r["parse_error"] for r in out.orderBy("line_number").collect()]
+    assert errors == [
+        None,
+        "field 'replicas' must be an array of integers, not array<string>; "
+        "field 'isr' must be an array of integers, not string; missing field 'min_isr'; "
+        "field 'elr' must be an array of integers, not array<boolean>",
+    ]
+
+
+def test_record_id_ignores_file_name_and_date_folder_but_not_content_or_cluster(spark):
+    out = records(
+        spark, "quorum",
+        ("quorum/day1/a.jsonl", QUORUM_OK.encode()),
+        ("quorum/day2/copy-of-a.jsonl", QUORUM_OK.encode()),
+        ("quorum/day2/copy-of-a.jsonl.gz", gzip.compress(QUORUM_OK.encode())),
+        ("quorum/cluster=k/1.status.txt", b"LeaderId: 1\n"),
+        ("quorum/cluster=j/1.status.txt", b"LeaderId: 1\n"),
+        ("quorum/cluster=k/e1.jsonl", b""),
+        ("quorum/cluster=k/e2.jsonl", b""),
+    )
+    ids = {r["source_file"].removeprefix("file:/landing/"): r["record_id"] for r in out.collect()}
+    assert ids["quorum/day1/a.jsonl"] == ids["quorum/day2/copy-of-a.jsonl"] == ids["quorum/day2/copy-of-a.jsonl.gz"]
+    assert ids["quorum/cluster=k/1.status.txt"] != ids["quorum/cluster=j/1.status.txt"]
+    assert ids["quorum/cluster=k/e1.jsonl"] != ids["quorum/cluster=k/e2.jsonl"]
+
+
+def test_ingested_at_is_the_run_time_given(spark):
+    out = records(spark, "quorum", ("quorum/a.jsonl", QUORUM_OK.encode())).first()
+    assert out["ingested_at"] == RUN_AT.replace(tzinfo=None)
+
+
+def test_gunzip_reports_corrupt_input():
+    assert gunzip(gzip.compress(b"abc")) == (b"abc", None)
+    data, error = gunzip(b"not gzip")
+    assert data is None and error.startswith("not a valid gzip file")
+    assert gunzip(None) == (None, None)
+
+
+def test_unknown_source_is_rejected(spark):
+    with pytest.raises(ValueError, match="unknown landing source"):
+        records(spark, "elsewhere", ("x/a.jsonl", b"{}"))
