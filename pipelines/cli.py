@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format (default: table)")
     sql.add_argument("--limit", type=_positive_int, default=1000, help="print at most this many rows (default: 1000)")
     _add_common(sql, landing=False)
+    demo = commands.add_parser(
+        "demo", help="build a lakehouse from demo data and show what quorumlake tells",
+        description="Copy demo landing data into ./lakehouse (or --root), run the pipeline and print an overview.",
+    )
+    demo.add_argument("--root", metavar="PATH", default="./lakehouse", help="where the demo lakehouse goes (default: ./lakehouse)")
     return parser
 
 
@@ -94,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        return _cmd_demo(Path(args.root))
     config = build_config(
         args.config,
         landing=getattr(args, "landing", None),
@@ -120,6 +127,28 @@ def _cmd_run(config: Config) -> int:
     for s in summaries:
         print(f"{s.table:<{width}}  {s.rows_added:>10}  {s.rows_quarantined:>11}")
     _progress(f"run finished in {time.monotonic() - started:.1f}s (run_at {config.run_at.isoformat()})")
+    return 0
+
+
+def _cmd_demo(root: Path) -> int:
+    import shutil
+
+    sample = Path(__file__).resolve().parents[1] / "tests" / "data" / "landing"
+    if not sample.is_dir():
+        raise UsageError(f"demo data not found at {sample} (run the demo from a clone of the repository)")
+    landing = root / "landing"
+    shutil.copytree(sample, landing, dirs_exist_ok=True)
+    config = build_config(None, landing=str(landing), warehouse=str(root / "warehouse"))
+    _cmd_run(config)
+    query = (
+        "SELECT format, count(*) AS records, count(parse_error) AS unreadable, min(collected_at) AS first_seen, "
+        "max(collected_at) AS last_seen FROM (SELECT * FROM bronze.quorum_raw UNION ALL SELECT * FROM "
+        "bronze.metrics_raw UNION ALL SELECT * FROM bronze.partitions_raw) GROUP BY format ORDER BY format"
+    )
+    print()
+    print("What landed, by format:")
+    _cmd_sql(config, query, "table", 1000)
+    print(f"\nTry: .venv/bin/quorumlake sql \"SELECT * FROM bronze.quorum_raw LIMIT 5\" --warehouse {root / 'warehouse'}")
     return 0
 
 

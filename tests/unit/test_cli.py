@@ -1,0 +1,92 @@
+"""The command line: help everywhere, one-line errors with exit 2, output formats."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import datetime
+
+import pytest
+
+from pipelines import cli
+
+
+def quorumlake(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["sql"], ["demo"]])
+def test_every_command_has_help(command):
+    result = quorumlake(*command, "--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: quorumlake")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "the following arguments are required: COMMAND"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["run", "--bogus"], "unrecognized arguments: --bogus"),
+        (["run", "--landing", "/nonexistent/landing"], "landing folder not found: /nonexistent/landing"),
+        (["run", "--config", "/nonexistent.toml"], "config file not found: /nonexistent.toml"),
+        (["sql"], "the following arguments are required: query"),
+        (["sql", "SELECT 1", "--format", "xml"], "invalid choice: 'xml'"),
+        (["sql", "SELECT 1", "--limit", "0"], "must be at least 1"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(args, message):
+    result = quorumlake(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("quorumlake")
+    assert message in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_config_files_are_one_line_errors(tmp_path):
+    bad_toml = tmp_path / "bad.toml"
+    bad_toml.write_text("window_minutes = [")
+    wrong_type = tmp_path / "wrong.toml"
+    wrong_type.write_text('window_minutes = "five"\n')
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text("colour = 1\n")
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    for path, message in [(bad_toml, "is not valid TOML"), (wrong_type, "window_minutes must be an integer"),
+                          (unknown, "unknown setting(s): colour"), (binary, "cannot read config file")]:
+        result = quorumlake("run", "--config", str(path), "--landing", str(tmp_path))
+        assert result.returncode == 2, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert message in result.stderr
+
+
+def test_config_file_settings_apply(tmp_path):
+    from pipelines.config import build_config
+
+    path = tmp_path / "q.toml"
+    path.write_text('warehouse = "/wh"\n[quorumlake]\nwindow_minutes = 10\n')
+    config = build_config(str(path), landing="/land")
+    assert (config.warehouse, config.window_minutes, config.landing) == ("/wh", 10, "/land")
+
+
+def test_format_rows_table_csv_json():
+    columns = ["cluster_id", "lag", "at"]
+    rows = [["a", 1, datetime(2024, 10, 27, 3, 33, 20)], ["b", None, None]]
+    assert cli.format_rows(columns, rows, "csv") == "cluster_id,lag,at\na,1,2024-10-27 03:33:20\nb,NULL,NULL\n"
+    assert cli.format_rows(columns, rows, "json") == (
+        '{"cluster_id": "a", "lag": 1, "at": "2024-10-27T03:33:20"}\n{"cluster_id": "b", "lag": null, "at": null}\n'
+    )
+    table = cli.format_rows(columns, rows, "table").splitlines()
+    assert table[1] == "| cluster_id | lag  | at                  |"
+    assert table[3] == "| a          | 1    | 2024-10-27 03:33:20 |"
+    assert table[-1] == "(2 rows)"
+
+
+def test_sql_errors_are_one_line(spark, tmp_path, capsys):
+    code = cli.main(["sql", "SELECT nope FROM nowhere", "--warehouse", str(tmp_path / "wh")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith("quorumlake: error: query failed: [TABLE_OR_VIEW_NOT_FOUND]")
