@@ -65,9 +65,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+LAYERS = ("bronze", "silver", "gold")
+
+
+def _layers(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in LAYERS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(LAYERS)}")
+    return names
+
+
 def _add_common(p: argparse.ArgumentParser, landing: bool) -> None:
     if landing:
         p.add_argument("--landing", metavar="PATH", help="landing zone root (default: ./lakehouse/landing)")
+        p.add_argument("--layers", type=_layers, default=LAYERS, metavar="LIST",
+                       help="comma-separated layers to run, in order (default: bronze,silver,gold)")
+        p.add_argument("--ingest-mode", choices=("files", "autoloader"),
+                       help="bronze reader: Spark's file source (default) or Databricks Auto Loader")
+        p.add_argument("--checkpoint-root", metavar="PATH", help="streaming checkpoints (default: <warehouse>/_checkpoints)")
+    p.add_argument("--catalog", metavar="NAME", help="Unity Catalog catalog (Databricks); tables become <catalog>.<schema>.<table>")
+    p.add_argument("--schema-prefix", metavar="TEXT", help="prefix for the bronze/silver/gold schema names (e.g. dev_alice_)")
     p.add_argument("--warehouse", metavar="PATH", help="warehouse root for the Delta tables (default: ./lakehouse/warehouse)")
     p.add_argument("--config", metavar="FILE", help="TOML file of settings (see README, 'Configuration')")
 
@@ -105,23 +123,27 @@ def _dispatch(args: argparse.Namespace) -> int:
         args.config,
         landing=getattr(args, "landing", None),
         warehouse=args.warehouse,
+        catalog=args.catalog,
+        schema_prefix=args.schema_prefix,
+        ingest_mode=getattr(args, "ingest_mode", None),
+        checkpoint_root=getattr(args, "checkpoint_root", None),
     )
     if args.command == "run":
-        return _cmd_run(config)
+        return _cmd_run(config, args.layers)
     if args.command == "sql":
         return _cmd_sql(config, args.query, args.format, args.limit)
     raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects it first
 
 
-def _cmd_run(config: Config) -> int:
-    if not Path(config.landing).is_dir():
+def _cmd_run(config: Config, layers: tuple[str, ...] = LAYERS) -> int:
+    if config.ingest_mode == "files" and "bronze" in layers and not Path(config.landing).is_dir():
         raise UsageError(f"landing folder not found: {config.landing}")
     from pipelines.io import Lakehouse
     from pipelines.run import run_pipeline
 
     started = time.monotonic()
     lakehouse = Lakehouse(_spark(config), config)
-    summaries = run_pipeline(lakehouse, progress=_progress)
+    summaries = run_pipeline(lakehouse, layers=layers, progress=_progress)
     width = max(len(s.table) for s in summaries)
     print(f"{'table':<{width}}  {'rows added':>10}  {'quarantined':>11}")
     for s in summaries:
@@ -242,6 +264,24 @@ def _with_jvm_stderr_to_log(config: Config, start):
             os.dup2(copy, fd)
             os.close(copy)
         log.close()
+
+
+def layer_main(layer: str):
+    """An entry point that runs one layer (`quorumlake-bronze ...`), as the Databricks job tasks call it."""
+
+    def entry(argv: Sequence[str] | None = None) -> int:
+        args = list(sys.argv[1:] if argv is None else argv)
+        if any(a in ("-h", "--help") for a in args):
+            build_parser().parse_args(["run", "--help"])
+        return main(["run", "--layers", layer, *args])
+
+    entry.__name__ = f"{layer}_main"
+    return entry
+
+
+bronze_main = layer_main("bronze")
+silver_main = layer_main("silver")
+gold_main = layer_main("gold")
 
 
 def _progress(message: str) -> None:

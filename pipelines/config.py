@@ -29,6 +29,8 @@ class Config:
     warehouse: str = "./lakehouse/warehouse"
     # Unity Catalog catalog on Databricks; None locally, where tables are `<schema>.<table>` in spark_catalog.
     catalog: str | None = None
+    # Prefix for the bronze/silver/gold schema names, e.g. "dev_alice_" for a personal copy in a shared catalog.
+    schema_prefix: str = ""
     # Where streaming checkpoints live; defaults to <warehouse>/_checkpoints.
     checkpoint_root: str | None = None
     # `files`: Spark's open-source file source; `autoloader`: Databricks' cloudFiles. Same code path otherwise.

@@ -31,10 +31,11 @@ class Lakehouse:
     # --- names and places ---------------------------------------------------------------------------------------
 
     def table_name(self, spec: TableSpec) -> str:
-        return f"{self.config.catalog}.{spec.name}" if self.config.catalog else spec.name
+        return f"{self.schema_name(spec.schema)}.{spec.table}"
 
     def schema_name(self, schema: str) -> str:
-        return f"{self.config.catalog}.{schema}" if self.config.catalog else schema
+        name = f"{self.config.schema_prefix}{schema}"
+        return f"{self.config.catalog}.{name}" if self.config.catalog else name
 
     def table_path(self, spec: TableSpec) -> str:
         return _join(_absolute(self.config.warehouse), spec.schema, spec.table)
@@ -51,7 +52,7 @@ class Lakehouse:
                 self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_name(schema)}")
             else:
                 location = _join(_absolute(self.config.warehouse), schema)
-                self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema} LOCATION '{location}'")
+                self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_name(schema)} LOCATION '{location}'")
         for spec in specs:
             partitioning = f" PARTITIONED BY ({', '.join(spec.partitioned_by)})" if spec.partitioned_by else ""
             location = "" if self.config.catalog else f" LOCATION '{self.table_path(spec)}'"
@@ -59,7 +60,7 @@ class Lakehouse:
             if not self.config.catalog:
                 # Local names live in this process's in-memory catalog: (re)point them at this warehouse.
                 # Dropping an external table leaves its Delta folder untouched.
-                self.spark.sql(f"DROP TABLE IF EXISTS {spec.name}")
+                self.spark.sql(f"DROP TABLE IF EXISTS {self.table_name(spec)}")
             self.spark.sql(
                 f"CREATE TABLE IF NOT EXISTS {self.table_name(spec)} ({spec.ddl}) USING DELTA"
                 f"{partitioning}{location} COMMENT '{comment}'"

@@ -23,10 +23,19 @@ class TableSummary:
 Progress = Callable[[str], None]
 
 
-def run_pipeline(lakehouse: Lakehouse, progress: Progress = lambda _msg: None) -> list[TableSummary]:
-    """Bronze for every landing source; later layers follow as they exist."""
+LAYER_ORDER = ("bronze", "silver", "gold")
+
+
+def run_pipeline(
+    lakehouse: Lakehouse, layers: tuple[str, ...] = LAYER_ORDER, progress: Progress = lambda _msg: None
+) -> list[TableSummary]:
+    """Run the given layers in medallion order; each processes only what is new since its last run."""
     lakehouse.ensure_tables(ALL_TABLES)
-    return ingest_bronze(lakehouse, progress)
+    summaries: list[TableSummary] = []
+    for layer in LAYER_ORDER:
+        if layer in layers and layer in LAYER_RUNNERS:
+            summaries += LAYER_RUNNERS[layer](lakehouse, progress)
+    return summaries
 
 
 def ingest_bronze(lakehouse: Lakehouse, progress: Progress) -> list[TableSummary]:
@@ -52,3 +61,6 @@ def _exists(path: str) -> bool:
     from pathlib import Path
 
     return Path(path).is_dir()
+
+
+LAYER_RUNNERS: dict[str, Callable[[Lakehouse, Progress], list[TableSummary]]] = {"bronze": ingest_bronze}
