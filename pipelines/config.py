@@ -45,6 +45,8 @@ class Config:
     high_watermark_stall_ms: int = 5000
     divergence_tolerance_ms: int = 15000
     future_skew_ms: int = 300_000
+    # min.insync.replicas for kafka-topics captures whose topic does not configure it (Kafka's default is 1).
+    default_min_isr: int = 1
     # The run's own time: every row written by this run carries it as `ingested_at`.
     run_at: datetime = field(default_factory=lambda: now_ms())
 

@@ -61,13 +61,33 @@ class Lakehouse:
                 # Local names live in this process's in-memory catalog: (re)point them at this warehouse.
                 # Dropping an external table leaves its Delta folder untouched.
                 self.spark.sql(f"DROP TABLE IF EXISTS {self.table_name(spec)}")
+            props = ""
+            if spec.properties:
+                props = " TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in spec.properties) + ")"
             self.spark.sql(
                 f"CREATE TABLE IF NOT EXISTS {self.table_name(spec)} ({spec.ddl}) USING DELTA"
-                f"{partitioning}{location} COMMENT '{comment}'"
+                f"{partitioning}{location} COMMENT '{comment}'{props}"
             )
 
     def read(self, spec: TableSpec) -> DataFrame:
         return self.spark.table(self.table_name(spec))
+
+    def stream_table(self, spec: TableSpec, consumer: str, on_batch: Callable[[DataFrame, int], None],
+                     change_feed: bool = False) -> None:
+        """Hand the rows a table gained since `consumer` last ran to `on_batch` (availableNow, one checkpoint per
+        consumer). With `change_feed`, the rows are Delta change-data-feed rows (`_change_type`, ...)."""
+        reader = self.spark.readStream.format("delta")
+        if change_feed:
+            reader = reader.option("readChangeFeed", "true")
+        query = (
+            reader.table(self.table_name(spec))
+            .writeStream.queryName(f"{consumer}_from_{spec.schema}_{spec.table}")
+            .foreachBatch(on_batch)
+            .option("checkpointLocation", self.checkpoint(consumer, f"{spec.schema}.{spec.table}"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
 
     # --- writes -------------------------------------------------------------------------------------------------
 
@@ -82,6 +102,36 @@ class Lakehouse:
             .whenNotMatchedInsertAll()
             .execute()
         )
+
+    def replace_groups(self, spec: TableSpec, rows: DataFrame, groups: DataFrame) -> None:
+        """Make the table hold exactly `rows` for every group in `groups` (a DataFrame of group-key columns),
+        in one atomic MERGE: changed rows are updated, new ones inserted, rows of those groups that `rows` no
+        longer has are deleted; unchanged rows are left alone, so a re-run writes nothing new."""
+        key = list(spec.key)
+        group_cols = groups.columns
+        target = self.read(spec)
+        data = [c for c in spec.column_names if c not in key]
+        source = rows.select(*spec.column_names).withColumn("_delete", F.lit(False))
+        group_keys = groups.select(*group_cols).distinct()
+        new_keys = source.select(*key)
+        in_groups = target.join(group_keys, _null_safe(target, group_keys, group_cols), "left_semi")
+        stale = (
+            in_groups.join(new_keys, _null_safe(in_groups, new_keys, key), "left_anti")
+            .select(*spec.column_names)
+            .withColumn("_delete", F.lit(True))
+        )
+        changed = " OR ".join(f"NOT (t.`{c}` <=> s.`{c}`)" for c in data) or "false"
+        (
+            DeltaTable.forName(self.spark, self.table_name(spec)).alias("t")
+            .merge(source.unionByName(stale).alias("s"), " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key))
+            .whenMatchedDelete(condition="s._delete")
+            .whenMatchedUpdate(condition=changed, set={c: f"s.`{c}`" for c in data})
+            .whenNotMatchedInsert(condition="NOT s._delete", values={c: f"s.`{c}`" for c in spec.column_names})
+            .execute()
+        )
+
+    def append(self, spec: TableSpec, rows: DataFrame) -> None:
+        rows.select(*spec.column_names).write.format("delta").mode("append").saveAsTable(self.table_name(spec))
 
     # --- landing --------------------------------------------------------------------------------------------------
 
@@ -151,6 +201,15 @@ class Lakehouse:
             .first()
         )
         return int(row["rows"]), int(row["errors"])
+
+
+def _null_safe(left: DataFrame, right: DataFrame, cols: list[str]):
+    """A join condition on `cols` that treats NULL = NULL (keys with optional parts such as topic/partition)."""
+    condition = None
+    for c in cols:
+        term = left[c].eqNullSafe(right[c])
+        condition = term if condition is None else condition & term
+    return condition
 
 
 def _absolute(path: str) -> str:

@@ -63,4 +63,17 @@ def _exists(path: str) -> bool:
     return Path(path).is_dir()
 
 
-LAYER_RUNNERS: dict[str, Callable[[Lakehouse, Progress], list[TableSummary]]] = {"bronze": ingest_bronze}
+def build_silver(lakehouse: Lakehouse, progress: Progress) -> list[TableSummary]:
+    from pipelines.silver_job import run_silver
+
+    stats = run_silver(lakehouse, progress)
+    share = stats.dq_seconds / stats.total_seconds if stats.total_seconds else 0.0
+    progress(f"silver: data quality took {stats.dq_seconds:.1f}s of {stats.total_seconds:.1f}s ({share:.0%})")
+    tables = ["silver.quorum_snapshots", "silver.replica_states", "silver.partition_states", "silver.node_metrics"]
+    return [TableSummary(t, stats.rows.get(t, 0), stats.quarantined.get(t, 0)) for t in tables]
+
+
+LAYER_RUNNERS: dict[str, Callable[[Lakehouse, Progress], list[TableSummary]]] = {
+    "bronze": ingest_bronze,
+    "silver": build_silver,
+}

@@ -17,6 +17,7 @@ class TableSpec:
     key: tuple[str, ...]
     comment: str
     partitioned_by: tuple[str, ...] = field(default=())
+    properties: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def name(self) -> str:
@@ -78,7 +79,142 @@ BRONZE_SOURCES: dict[str, TableSpec] = {
     "partitions": BRONZE_PARTITIONS_RAW,
 }
 
-ALL_TABLES: tuple[TableSpec, ...] = (BRONZE_QUORUM_RAW, BRONZE_METRICS_RAW, BRONZE_PARTITIONS_RAW)
+_TS = "TIMESTAMP"
+# Gold reads silver's changes through Delta's change data feed.
+_CDF = (("delta.enableChangeDataFeed", "true"),)
+SILVER_QUORUM_SNAPSHOTS = TableSpec(
+    "silver", "quorum_snapshots",
+    (
+        ("cluster_id", "STRING", "Cluster (from the envelope, or the cluster=<id> path of a CLI capture)"),
+        ("collected_at", _TS, "Capture time (UTC)"),
+        ("source", "STRING", "admin (DescribeQuorum JSON) or cli (kafka-metadata-quorum captures)"),
+        ("api_version", "INT", "DescribeQuorum api version of the response (admin only)"),
+        ("leader_id", "INT", "Quorum leader; NULL if unknown (-1) or for an error response"),
+        ("leader_epoch", "INT", "Leader epoch; NULL for an error response or a CLI capture without --status"),
+        ("high_watermark", "BIGINT", "Leader's high watermark; NULL if unknown (-1) or for an error response"),
+        ("voter_count", "INT", "Number of voters in the response"),
+        ("observer_count", "INT", "Number of observers in the response"),
+        ("voter_ids", "ARRAY<INT>", "Voter ids in response order"),
+        ("error_code", "INT", "Kafka error code (top level, else partition level); 0 when the response is good"),
+        ("error_message", "STRING", "Kafka error message; NULL when empty"),
+        ("ref_at", _TS, "Reference time: the leader's own lastCaughtUpTimestamp, else the capture time"),
+        ("kafka_cluster_id", "STRING", "ClusterId printed by kafka-metadata-quorum --status"),
+        ("cli_max_follower_lag", "BIGINT", "MaxFollowerLag printed by --status (CLI captures only)"),
+        ("cli_max_follower_lag_time_ms", "BIGINT", "MaxFollowerLagTimeMs printed by --status (CLI captures only)"),
+        ("record_ids", "ARRAY<STRING>", "bronze.quorum_raw records this snapshot was built from"),
+        ("ingested_at", _TS, "When the (latest) source record was ingested into bronze"),
+    ),
+    ("cluster_id", "collected_at"), "One row per quorum snapshot (cluster, capture time)", properties=_CDF,
+)
+SILVER_REPLICA_STATES = TableSpec(
+    "silver", "replica_states",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("collected_at", _TS, "Capture time of the snapshot (UTC)"),
+        ("replica_id", "INT", "Replica (node) id"),
+        ("is_voter", "BOOLEAN", "True for voters (currentVoters), false for observers"),
+        ("position", "INT", "0-based position in the response's voter or observer list (tie rule of MaxFollowerLag)"),
+        ("replica_directory_id", "STRING", "Directory id (v2+); NULL if absent or all-zero"),
+        ("role", "STRING", "leader, follower or observer"),
+        ("log_end_offset", "BIGINT", "Replica's log end offset as the leader knows it; NULL if unknown (-1)"),
+        ("last_fetch_at", _TS, "Leader-clock time of the replica's last fetch; NULL if unknown"),
+        ("last_caught_up_at", _TS, "Leader-clock time the replica was last caught up; NULL if unknown"),
+        ("offset_lag", "BIGINT", "Leader LEO minus replica LEO; NULL when either is unknown; 0 for the leader"),
+        ("caught_up_lag_ms", "BIGINT", "Reference time minus last caught-up time; NULL when unknown; 0 for the leader"),
+        ("fetch_age_ms", "BIGINT", "Reference time minus last fetch time; NULL when unknown; 0 for the leader"),
+        ("source", "STRING", "admin or cli"),
+        ("record_id", "STRING", "bronze.quorum_raw record the row came from"),
+        ("ingested_at", _TS, "When the source record was ingested into bronze"),
+    ),
+    ("cluster_id", "collected_at", "replica_id", "is_voter"), "One row per replica per quorum snapshot",
+    properties=_CDF,
+)
+SILVER_PARTITION_STATES = TableSpec(
+    "silver", "partition_states",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("collected_at", _TS, "Capture time (UTC)"),
+        ("topic", "STRING", "Topic"),
+        ("partition", "INT", "Partition"),
+        ("leader_id", "INT", "Leader broker; NULL when the partition has none"),
+        ("replicas", "ARRAY<INT>", "Assigned replicas"),
+        ("isr", "ARRAY<INT>", "In-sync replicas"),
+        ("min_isr", "INT", "Effective min.insync.replicas"),
+        ("replication_factor", "INT", "Replicas minus adding replicas (during a reassignment)"),
+        ("isr_size", "INT", "Number of in-sync replicas"),
+        ("is_offline", "BOOLEAN", "No leader"),
+        ("is_under_min_isr", "BOOLEAN", "Offline, or ISR size below min ISR"),
+        ("is_at_min_isr", "BOOLEAN", "ISR size equals min ISR (KIP-427 AtMinIsr, as kafka-topics decides it)"),
+        ("is_under_replicated", "BOOLEAN", "Replication factor minus ISR size above 0"),
+        ("status", "STRING", "Most severe of offline, under_min_isr, at_min_isr, under_replicated, healthy"),
+        ("adding_replicas", "ARRAY<INT>", "Replicas being added by a reassignment"),
+        ("removing_replicas", "ARRAY<INT>", "Replicas being removed by a reassignment"),
+        ("elr", "ARRAY<INT>", "Eligible leader replicas (KIP-966), when known"),
+        ("source", "STRING", "json (partition-state JSON Lines) or cli (kafka-topics --describe)"),
+        ("record_id", "STRING", "bronze.partitions_raw record the row came from"),
+        ("source_file", "STRING", "Landing file the row came from"),
+        ("ingested_at", _TS, "When the source record was ingested into bronze"),
+    ),
+    ("cluster_id", "collected_at", "topic", "partition"), "One row per partition per snapshot", properties=_CDF,
+)
+SILVER_NODE_METRICS = TableSpec(
+    "silver", "node_metrics",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("node_id", "INT", "Node"),
+        ("scraped_at", _TS, "Scrape time (UTC)"),
+        ("metric", "STRING", "Canonical metric name (contract), or the series' own sanitized name"),
+        ("topic", "STRING", "Topic, for per-partition metrics"),
+        ("partition", "INT", "Partition, for per-partition metrics"),
+        ("value", "DOUBLE", "Sample value (NaN and infinities kept)"),
+        ("node_role", "STRING", "controller, broker or combined, from the metrics the node exposes"),
+        ("source_name", "STRING", "The Prometheus series or MBean/attribute the sample came from"),
+        ("state", "STRING", "Raft state for raft_current_state (leader, follower, ...)"),
+        ("source", "STRING", "prometheus or jmx"),
+        ("record_id", "STRING", "bronze.metrics_raw record the row came from"),
+        ("source_file", "STRING", "Landing file the row came from"),
+        ("ingested_at", _TS, "When the source record was ingested into bronze"),
+    ),
+    ("cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"), "One row per metric sample",
+    properties=_CDF,
+)
+SILVER_QUARANTINE = TableSpec(
+    "silver", "quarantine",
+    (
+        ("quarantine_id", "STRING", "Stable id: hash of target table, bronze record and rejected row"),
+        ("target_table", "STRING", "The table the record or row was meant for"),
+        ("failed_rules", "ARRAY<STRING>", "Names of every rule it failed (suite rule names, or parse rules)"),
+        ("reason", "STRING", "Human-readable reason"),
+        ("record", "STRING", "The rejected record or row, as JSON text"),
+        ("record_id", "STRING", "bronze record it came from"),
+        ("source_file", "STRING", "Landing file it came from"),
+        ("ingested_at", _TS, "When the bronze record was ingested"),
+        ("quarantined_at", _TS, "Start time of the run that quarantined it"),
+    ),
+    ("quarantine_id",), "One row per rejected record or row, with the rules it failed",
+)
+SILVER_DQ_VALIDATIONS = TableSpec(
+    "silver", "dq_validations",
+    (
+        ("run_at", _TS, "Start time of the run"),
+        ("table_name", "STRING", "Validated silver table"),
+        ("batch", "STRING", "Identifier of the validated batch within the run"),
+        ("rule", "STRING", "Rule name (suite)"),
+        ("expectation", "STRING", "Great Expectations expectation type"),
+        ("success", "BOOLEAN", "Whether every row passed"),
+        ("element_count", "BIGINT", "Rows evaluated (where GX reports it)"),
+        ("unexpected_count", "BIGINT", "Rows that failed"),
+        ("batch_rows", "BIGINT", "Rows in the batch"),
+        ("error", "STRING", "Exception raised by the expectation, if any"),
+    ),
+    ("run_at", "table_name", "batch", "rule"), "Great Expectations results: one row per rule per validated batch",
+)
+
+ALL_TABLES: tuple[TableSpec, ...] = (
+    BRONZE_QUORUM_RAW, BRONZE_METRICS_RAW, BRONZE_PARTITIONS_RAW,
+    SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS,
+    SILVER_QUARANTINE, SILVER_DQ_VALIDATIONS,
+)
 SCHEMAS = ("bronze", "silver", "gold")
 
 

@@ -1,0 +1,164 @@
+"""Silver: bronze -> typed, deduplicated, validated tables + quarantine, incrementally.
+
+Each bronze table is read as a Delta stream (availableNow, one checkpoint per silver flow). For every micro-batch:
+1. records with a bronze `parse_error` go to `silver.quarantine` (rule `record_readable`);
+2. the batch's keys (a snapshot: cluster and capture time; a scrape: cluster, node and time) are looked up in bronze,
+   so every record of a key is rebuilt together: a `--status` capture that arrives after its `--replication`
+   capture completes the same snapshot, and duplicates keep the later-ingested record whatever the batching;
+3. the rows are validated once per batch and table with Great Expectations (results to `silver.dq_validations`),
+   and the same rules split them: valid rows replace their key groups in the silver tables (one atomic MERGE
+   each), failing rows go to quarantine with the names of every rule they failed.
+Every write is idempotent, so a batch replayed after a crash leaves the same tables.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from expectations.gx_runner import GxValidator
+from expectations.rules import load_suite, rule_params, with_failed_rules
+from pipelines.io import Lakehouse
+from pipelines.tables import (
+    BRONZE_METRICS_RAW,
+    BRONZE_PARTITIONS_RAW,
+    BRONZE_QUORUM_RAW,
+    SILVER_DQ_VALIDATIONS,
+    SILVER_NODE_METRICS,
+    SILVER_PARTITION_STATES,
+    SILVER_QUARANTINE,
+    SILVER_QUORUM_SNAPSHOTS,
+    SILVER_REPLICA_STATES,
+    TableSpec,
+)
+from silver.common import rejected, row_failures
+from silver.metrics import build_node_metrics
+from silver.partitions import build_partition_states
+from silver.quorum import build_quorum_snapshots
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One bronze table and the silver tables built from it."""
+
+    bronze: TableSpec
+    parse_target: TableSpec  # where a record that bronze could not read is quarantined
+    bronze_keys: tuple[str, ...]  # the key group, in bronze column names
+    outputs: tuple[TableSpec, ...]
+    build: Callable[[DataFrame, Lakehouse], tuple[DataFrame, ...]]  # candidates -> (*outputs, rejected)
+    silver_keys: tuple[str, ...] = field(default=())  # the key group in silver column names, if renamed
+
+
+FLOWS = (
+    Flow(BRONZE_QUORUM_RAW, SILVER_QUORUM_SNAPSHOTS, ("cluster_id", "collected_at"),
+         (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES), lambda df, lh: build_quorum_snapshots(df)),
+    Flow(BRONZE_PARTITIONS_RAW, SILVER_PARTITION_STATES, ("cluster_id", "collected_at"),
+         (SILVER_PARTITION_STATES,),
+         lambda df, lh: build_partition_states(df, lh.config.default_min_isr)),
+    Flow(BRONZE_METRICS_RAW, SILVER_NODE_METRICS, ("cluster_id", "node_id", "collected_at"),
+         (SILVER_NODE_METRICS,), lambda df, lh: build_node_metrics(df), ("cluster_id", "node_id", "scraped_at")),
+)
+
+
+@dataclass
+class SilverStats:
+    rows: dict[str, int] = field(default_factory=dict)
+    quarantined: dict[str, int] = field(default_factory=dict)
+    dq_seconds: float = 0.0
+    total_seconds: float = 0.0
+
+    def add(self, table: str, rows: int = 0, quarantined: int = 0) -> None:
+        self.rows[table] = self.rows.get(table, 0) + rows
+        self.quarantined[table] = self.quarantined.get(table, 0) + quarantined
+
+
+def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverStats:
+    stats = SilverStats()
+    started = time.monotonic()
+    validator = GxValidator()
+    for flow in FLOWS:
+        progress(f"silver: {flow.bronze.name} -> {', '.join(o.name for o in flow.outputs)}")
+        lakehouse.stream_table(
+            flow.bronze, "silver",
+            lambda batch, batch_id, flow=flow: process_batch(lakehouse, flow, batch, batch_id, validator, stats),
+        )
+    stats.total_seconds = time.monotonic() - started
+    return stats
+
+
+def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: int, validator: GxValidator,
+                  stats: SilverStats) -> None:
+    config = lakehouse.config
+    batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        unreadable = rejected(
+            batch.where(F.col("parse_error").isNotNull()), flow.parse_target.name, ["record_readable"],
+            F.col("parse_error"),
+        )
+        keys = batch.where(F.col("parse_error").isNull()).select(*flow.bronze_keys).distinct()
+        candidates = _candidates(lakehouse, flow, keys)
+        built = [df.persist(StorageLevel.MEMORY_AND_DISK) for df in flow.build(candidates, lakehouse)]
+        *outputs, rejects = built
+        params = rule_params(config.run_at, config.future_skew_ms)
+        quarantine = [unreadable, rejects]
+        silver_groups = keys
+        if flow.silver_keys:
+            silver_groups = keys.toDF(*flow.silver_keys)
+        for spec, rows in zip(flow.outputs, outputs):
+            suite = load_suite(spec.name)
+            t0 = time.monotonic()
+            outcomes = validator.validate(rows, suite, params)
+            flagged = with_failed_rules(rows, suite, params).persist(StorageLevel.MEMORY_AND_DISK)
+            batch_rows = flagged.count()
+            stats.dq_seconds += time.monotonic() - t0
+            _record_validations(lakehouse, spec, f"{config.run_at.isoformat()}#{flow.bronze.table}#{batch_id}",
+                                outcomes, batch_rows)
+            valid = flagged.where(F.size("failed_rules") == 0).drop("failed_rules")
+            lakehouse.replace_groups(spec, valid, silver_groups)
+            failures = row_failures(flagged, spec.name)
+            quarantine.append(failures)
+            stats.add(spec.name, rows=valid.count())
+            flagged.unpersist()
+        all_rejects = quarantine[0]
+        for q in quarantine[1:]:
+            all_rejects = all_rejects.unionByName(q)
+        all_rejects = all_rejects.withColumn("quarantined_at", F.lit(config.run_at).cast("timestamp")).persist()
+        lakehouse.insert_new(SILVER_QUARANTINE, all_rejects)
+        for row in all_rejects.groupBy("target_table").count().collect():
+            stats.add(row["target_table"], quarantined=row["count"])
+        all_rejects.unpersist()
+        for df in built:
+            df.unpersist()
+    finally:
+        batch.unpersist()
+
+
+def _candidates(lakehouse: Lakehouse, flow: Flow, keys: DataFrame) -> DataFrame:
+    """Every readable bronze record of the given key groups, read with predicates that let Delta skip files."""
+    bounds = keys.agg(F.min("collected_at").alias("lo"), F.max("collected_at").alias("hi"),
+                      F.collect_set("cluster_id").alias("clusters")).first()
+    bronze = lakehouse.read(flow.bronze)
+    if bounds["lo"] is None:
+        return bronze.limit(0)
+    pruned = bronze.where(
+        F.col("parse_error").isNull()
+        & F.col("collected_at").between(F.lit(bounds["lo"]), F.lit(bounds["hi"]))
+        & F.col("cluster_id").isin(list(bounds["clusters"]))
+    )
+    return pruned.join(keys, list(flow.bronze_keys), "left_semi")
+
+
+def _record_validations(lakehouse: Lakehouse, spec: TableSpec, batch: str, outcomes, batch_rows: int) -> None:
+    spark = lakehouse.spark
+    rows = [
+        (lakehouse.config.run_at, spec.name, batch, o.rule, o.expectation, o.success,
+         o.element_count, o.unexpected_count, batch_rows, o.error)
+        for o in outcomes
+    ]
+    df = spark.createDataFrame(rows, SILVER_DQ_VALIDATIONS.spark_schema)
+    lakehouse.insert_new(SILVER_DQ_VALIDATIONS, df)

@@ -1,0 +1,101 @@
+"""silver.node_metrics: one row per metric sample (cluster, node, scrape time, canonical metric, topic, partition),
+from Prometheus scrapes (Strimzi rule names or jmx_exporter default names) and Jolokia-style JSON samples.
+
+Names are mapped to the contract's canonical metrics (`silver.prometheus_text`); `node_role` comes from what the node
+exposes in that scrape. Each sample line of a scrape is parsed on its own: an unparseable line goes to quarantine,
+naming the file and line, and the scrape's other samples are kept.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from silver.common import latest_per_key, quarantine_rows
+from silver.prometheus_text import canonical_from_mbean, canonical_metric, node_role, parse_exposition
+
+METRIC_COLUMNS = [
+    "cluster_id", "node_id", "scraped_at", "metric", "topic", "partition", "value", "node_role", "source_name",
+    "state", "source", "record_id", "source_file", "ingested_at",
+]
+KEY = ["cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"]
+
+_SAMPLE = T.StructType([
+    T.StructField("metric", T.StringType()),
+    T.StructField("topic", T.StringType()),
+    T.StructField("partition", T.IntegerType()),
+    T.StructField("value", T.DoubleType()),
+    T.StructField("source_name", T.StringType()),
+    T.StructField("state", T.StringType()),
+    T.StructField("line_number", T.IntegerType()),
+])
+_SCRAPE = T.StructType([
+    T.StructField("samples", T.ArrayType(_SAMPLE)),
+    T.StructField("errors", T.ArrayType(T.StructType([
+        T.StructField("line_number", T.IntegerType()),
+        T.StructField("line", T.StringType()),
+        T.StructField("reason", T.StringType()),
+    ]))),
+])
+
+
+def scrape_samples(text: str) -> dict:
+    """Canonical samples and unparseable lines of one Prometheus scrape."""
+    samples, errors = parse_exposition(text)
+    out = []
+    for s in samples:
+        mapped = canonical_metric(s["name"], s["labels"])
+        if mapped is not None:
+            out.append({**mapped, "value": s["value"], "line_number": s["line_number"]})
+    return {"samples": out, "errors": errors}
+
+
+def mbean_sample(mbean: str, attribute: str) -> dict | None:
+    return canonical_from_mbean(mbean, attribute)
+
+
+_scrape_udf = F.udf(scrape_samples, _SCRAPE, useArrow=True)
+_mbean_udf = F.udf(mbean_sample, T.StructType([f for f in _SAMPLE.fields if f.name not in ("value", "line_number")]),
+                   useArrow=True)
+_role_udf = F.udf(lambda metrics: node_role(metrics or []), T.StringType(), useArrow=True)
+
+
+def build_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(node metrics, rejected sample lines) from readable bronze.metrics_raw rows.
+
+    Needs record_id, format, cluster_id, node_id, collected_at, payload, source_file, ingested_at, parse_error.
+    All records of a scrape (cluster, node, time) must be in the input: the node's role is decided per scrape.
+    """
+    readable = bronze.where(F.col("parse_error").isNull()).withColumnRenamed("collected_at", "scraped_at")
+    base = ["cluster_id", "node_id", "scraped_at", "record_id", "source_file", "ingested_at"]
+
+    scrapes = readable.where(F.col("format") == "prometheus_text").withColumn("_s", _scrape_udf("payload"))
+    prom = scrapes.select(*base, F.lit("prometheus").alias("source"), F.explode("_s.samples").alias("_x")).select(
+        *base, "source", *[F.col(f"_x.{c}").alias(c) for c in ("metric", "topic", "partition", "value",
+                                                             "source_name", "state", "line_number")],
+    )
+    bad_lines = scrapes.select(*base, F.explode("_s.errors").alias("_e"))
+    rejected_lines = quarantine_rows(
+        bad_lines, "silver.node_metrics", F.array(F.lit("sample_line_parses")),
+        F.concat(F.lit("line "), F.col("_e.line_number").cast("string"), F.lit(" of "), F.col("source_file"),
+                 F.lit(": "), F.col("_e.reason")),
+        F.to_json(F.struct("source_file", F.col("_e.line_number").alias("line_number"), F.col("_e.line").alias("line"))),
+    )
+
+    jmx = readable.where(F.col("format") == "jmx_json").select(
+        *base, F.lit("jmx").alias("source"),
+        F.from_json("payload", "mbean STRING, attribute STRING, value DOUBLE").alias("_j"),
+    ).withColumn("_m", _mbean_udf(F.col("_j.mbean"), F.col("_j.attribute"))).select(
+        *base, "source",
+        *[F.col(f"_m.{c}").alias(c) for c in ("metric", "topic", "partition")],
+        F.col("_j.value").alias("value"),
+        F.col("_m.source_name").alias("source_name"), F.col("_m.state").alias("state"),
+        F.lit(0).alias("line_number"),
+    )
+    samples = latest_per_key(prom.unionByName(jmx).where(F.col("metric").isNotNull()), KEY,
+                             order=["ingested_at", "record_id", "line_number"])
+    roles = samples.groupBy("cluster_id", "node_id", "scraped_at").agg(
+        _role_udf(F.collect_set("metric")).alias("node_role")
+    )
+    return samples.join(roles, ["cluster_id", "node_id", "scraped_at"]).select(*METRIC_COLUMNS), rejected_lines

@@ -1,0 +1,306 @@
+"""silver.quorum_snapshots (one row per quorum snapshot: cluster, capture time) and silver.replica_states (one row per
+replica per snapshot), from DescribeQuorum JSON envelopes (v0, v1, v2 and newer) and kafka-metadata-quorum captures.
+
+Definitions (contract §2): the snapshot's reference time `ref_ms` is the leader's own `lastCaughtUpTimestamp`
+(the leader's clock when it answered), else the capture time. `offset_lag` = leader LEO − replica LEO,
+`caught_up_lag_ms` = ref − lastCaughtUp, `fetch_age_ms` = ref − lastFetch; NULL when unknown (-1); the leader's own
+row has 0 for all three. An error response keeps its snapshot row (code, message, NULL leader/epoch/HW) and has no
+replica rows. CLI captures take the cluster from the path; a `--status` capture of the same time adds the epoch,
+the high watermark and the voters' response order.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from silver.cli_text import CaptureError, parse_replication, parse_status
+from silver.common import latest_per_key, rejected
+
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+_REPLICA = ("STRUCT<replicaId: INT, replicaDirectoryId: STRING, logEndOffset: BIGINT, lastFetchTimestamp: BIGINT, "
+            "lastCaughtUpTimestamp: BIGINT>")
+RESPONSE_SCHEMA = (
+    "response STRUCT<errorCode: INT, errorMessage: STRING, topics: ARRAY<STRUCT<topicName: STRING, "
+    "partitions: ARRAY<STRUCT<partitionIndex: INT, errorCode: INT, errorMessage: STRING, leaderId: INT, "
+    f"leaderEpoch: INT, highWatermark: BIGINT, currentVoters: ARRAY<{_REPLICA}>, observers: ARRAY<{_REPLICA}>>>>>>"
+)
+
+SNAPSHOT_COLUMNS = [
+    "cluster_id", "collected_at", "source", "api_version", "leader_id", "leader_epoch", "high_watermark",
+    "voter_count", "observer_count", "voter_ids", "error_code", "error_message", "ref_at", "kafka_cluster_id",
+    "cli_max_follower_lag", "cli_max_follower_lag_time_ms", "record_ids", "ingested_at",
+]
+REPLICA_COLUMNS = [
+    "cluster_id", "collected_at", "replica_id", "is_voter", "position", "replica_directory_id", "role",
+    "log_end_offset", "last_fetch_at", "last_caught_up_at", "offset_lag", "caught_up_lag_ms", "fetch_age_ms",
+    "source", "record_id", "ingested_at",
+]
+
+
+def build_quorum_snapshots(bronze: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(snapshots, replica states, rejected records) from readable bronze.quorum_raw rows.
+
+    Needs bronze columns record_id, format, cluster_id, collected_at, api_version, payload, source_file,
+    ingested_at. All records of a snapshot key must be in the input (the caller reads them together), so the
+    result does not depend on how records were batched: duplicates of a key keep the later-ingested record.
+    """
+    readable = bronze.where(F.col("parse_error").isNull())
+    admin = readable.where(F.col("format") == "describe_quorum_json")
+    cli = readable.where(F.col("format").isin("quorum_cli_replication", "quorum_cli_status"))
+    admin_snap, admin_rep, admin_rej = _from_admin(admin)
+    cli_snap, cli_rep, cli_rej = _from_cli(cli)
+    snapshots = admin_snap.unionByName(cli_snap)
+    winners = latest_per_key(snapshots, ["cluster_id", "collected_at"], order=["ingested_at", "_rank", "_winner"])
+    keep = winners.select("cluster_id", "collected_at", "_winner")
+    replicas = admin_rep.unionByName(cli_rep).join(keep, ["cluster_id", "collected_at", "_winner"], "left_semi")
+    return (
+        winners.select(*SNAPSHOT_COLUMNS),
+        replicas.select(*REPLICA_COLUMNS),
+        admin_rej.unionByName(cli_rej),
+    )
+
+
+# --- DescribeQuorum JSON ---------------------------------------------------------------------------------------------
+
+def _from_admin(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    parsed = records.withColumn("_r", F.from_json("payload", RESPONSE_SCHEMA).getField("response"))
+    topics = F.col("_r.topics")
+    shape_ok = (
+        F.col("_r").isNotNull()
+        & (F.size(topics) == 1)
+        & (F.size(F.get(topics, 0)["partitions"]) == 1)
+    )
+    bad_shape = rejected(
+        parsed.where(~F.coalesce(shape_ok, F.lit(False))), "silver.quorum_snapshots", ["response_shape"],
+        F.lit("the response must hold exactly one topic with one partition (__cluster_metadata-0)"),
+    )
+    p = F.get(F.get(F.col("_r.topics"), 0)["partitions"], 0)
+    top_error = F.coalesce(F.col("_r.errorCode"), F.lit(0))
+    part_error = F.coalesce(p["errorCode"], F.lit(0))
+    error_code = F.when(top_error != 0, top_error).otherwise(part_error)
+    error_message = F.when(top_error != 0, F.col("_r.errorMessage")).when(part_error != 0, p["errorMessage"])
+    is_error = error_code != 0
+    leader = F.get(F.filter(p["currentVoters"], lambda v: v["replicaId"] == p["leaderId"]), 0)
+    ref_ms = F.coalesce(_known(leader["lastCaughtUpTimestamp"]), F.unix_millis("collected_at"))
+    ok = parsed.where(shape_ok).select(
+        "*",
+        p.alias("_p"),
+        error_code.alias("error_code"),
+        F.nullif(error_message, F.lit("")).alias("error_message"),
+        is_error.alias("_is_error"),
+        leader.alias("_leader"),
+        ref_ms.alias("_ref_ms"),
+    )
+    snapshots = ok.select(
+        "cluster_id", "collected_at",
+        F.lit("admin").alias("source"),
+        "api_version",
+        F.when(~F.col("_is_error"), _known(F.col("_p.leaderId"))).cast("int").alias("leader_id"),
+        F.when(~F.col("_is_error"), F.col("_p.leaderEpoch")).alias("leader_epoch"),
+        F.when(~F.col("_is_error"), _known(F.col("_p.highWatermark"))).alias("high_watermark"),
+        F.coalesce(F.size("_p.currentVoters"), F.lit(0)).alias("voter_count"),
+        F.coalesce(F.size("_p.observers"), F.lit(0)).alias("observer_count"),
+        F.transform("_p.currentVoters", lambda v: v["replicaId"]).alias("voter_ids"),
+        "error_code", "error_message",
+        F.timestamp_millis("_ref_ms").alias("ref_at"),
+        F.lit(None).cast("string").alias("kafka_cluster_id"),
+        F.lit(None).cast("bigint").alias("cli_max_follower_lag"),
+        F.lit(None).cast("bigint").alias("cli_max_follower_lag_time_ms"),
+        F.array("record_id").alias("record_ids"),
+        "ingested_at",
+        F.lit(1).alias("_rank"),
+        F.col("record_id").alias("_winner"),
+    )
+    healthy = ok.where(~F.col("_is_error"))
+    voters = healthy.select("*", F.posexplode("_p.currentVoters").alias("position", "_rep")).withColumn("is_voter", F.lit(True))
+    observers = healthy.select("*", F.posexplode("_p.observers").alias("position", "_rep")).withColumn("is_voter", F.lit(False))
+    both = voters.unionByName(observers)
+    missing = rejected(
+        both.where(F.col("_rep.replicaId").isNull() | F.col("_rep.logEndOffset").isNull()),
+        "silver.replica_states", ["replica_fields_present"],
+        F.concat(F.lit("replica entry without replicaId or logEndOffset: "), F.to_json("_rep")),
+    )
+    replicas = both.where(F.col("_rep.replicaId").isNotNull() & F.col("_rep.logEndOffset").isNotNull()).select(
+        "cluster_id", "collected_at",
+        F.col("_rep.replicaId").alias("replica_id"),
+        "is_voter", "position",
+        F.when(F.col("_rep.replicaDirectoryId") != ZERO_UUID, F.col("_rep.replicaDirectoryId")).alias("replica_directory_id"),
+        _role(F.col("_rep.replicaId"), F.col("_p.leaderId"), F.col("is_voter")).alias("role"),
+        F.col("_rep.logEndOffset").alias("_leo"),
+        F.col("_leader.logEndOffset").alias("_leader_leo"),
+        F.col("_rep.lastFetchTimestamp").alias("_fetch_ms"),
+        F.col("_rep.lastCaughtUpTimestamp").alias("_caught_up_ms"),
+        "_ref_ms",
+        F.lit("admin").alias("source"),
+        "record_id", "ingested_at",
+        F.col("record_id").alias("_winner"),
+    ).transform(_with_lags)
+    return snapshots, replicas, bad_shape.unionByName(missing)
+
+
+def _known(value: Column) -> Column:
+    """Kafka's -1 ("unknown") as NULL."""
+    return F.when(value != -1, value)
+
+
+def _role(replica_id: Column, leader_id: Column, is_voter: Column) -> Column:
+    return F.when(is_voter & (replica_id == leader_id), "leader").when(is_voter, "follower").otherwise("observer")
+
+
+def _with_lags(rows: DataFrame) -> DataFrame:
+    """From raw `_leo`, `_leader_leo`, `_fetch_ms`, `_caught_up_ms`, `_ref_ms` and `role` to the typed columns."""
+    is_leader = F.col("role") == "leader"
+    leo, leader_leo = _known(F.col("_leo")), _known(F.col("_leader_leo"))
+    fetch, caught_up = _known(F.col("_fetch_ms")), _known(F.col("_caught_up_ms"))
+    return (
+        rows.withColumn("log_end_offset", leo)
+        .withColumn("last_fetch_at", F.timestamp_millis(fetch))
+        .withColumn("last_caught_up_at", F.timestamp_millis(caught_up))
+        .withColumn("offset_lag", F.when(is_leader, F.lit(0).cast("bigint")).otherwise(leader_leo - leo))
+        .withColumn("caught_up_lag_ms", F.when(is_leader, F.lit(0).cast("bigint")).otherwise(F.col("_ref_ms") - caught_up))
+        .withColumn("fetch_age_ms", F.when(is_leader, F.lit(0).cast("bigint")).otherwise(F.col("_ref_ms") - fetch))
+    )
+
+
+# --- kafka-metadata-quorum captures ---------------------------------------------------------------------------------
+
+_CLI_REPLICA = T.StructType([
+    T.StructField("replica_id", T.IntegerType()),
+    T.StructField("is_voter", T.BooleanType()),
+    T.StructField("position", T.IntegerType()),
+    T.StructField("replica_directory_id", T.StringType()),
+    T.StructField("log_end_offset", T.LongType()),
+    T.StructField("last_fetch_ms", T.LongType()),
+    T.StructField("last_caught_up_ms", T.LongType()),
+    T.StructField("is_leader", T.BooleanType()),
+])
+_CLI_SNAPSHOT = T.StructType([
+    T.StructField("error", T.StringType()),
+    T.StructField("kafka_cluster_id", T.StringType()),
+    T.StructField("leader_id", T.IntegerType()),
+    T.StructField("leader_epoch", T.IntegerType()),
+    T.StructField("high_watermark", T.LongType()),
+    T.StructField("voter_ids", T.ArrayType(T.IntegerType())),
+    T.StructField("observer_count", T.IntegerType()),
+    T.StructField("ref_ms", T.LongType()),
+    T.StructField("max_follower_lag", T.LongType()),
+    T.StructField("max_follower_lag_time_ms", T.LongType()),
+    T.StructField("replicas", T.ArrayType(_CLI_REPLICA)),
+])
+
+
+def cli_snapshot(replication: str | None, status: str | None, collected_at_ms: int) -> dict:
+    """One snapshot from a `--replication` and/or a `--status` capture taken at the same time."""
+    try:
+        rows = parse_replication(replication, collected_at_ms) if replication is not None else None
+        st = parse_status(status) if status is not None else None
+    except CaptureError as exc:
+        return {"error": str(exc)}
+    leader_rows = [r for r in rows or [] if r["status"] == "Leader"]
+    leader_id = st["leader_id"] if st else leader_rows[0]["replica_id"]
+    if st and rows is not None and leader_rows and st["leader_id"] != leader_rows[0]["replica_id"]:
+        return {"error": f"--status says leader {st['leader_id']} but --replication says {leader_rows[0]['replica_id']}"}
+    # Response order of the voters: --status lists them as the server returned them; --replication prints the
+    # leader first, so without --status the leader's true position is unknown and it is taken as first.
+    voter_order = [v["id"] for v in st["voters"]] if st else [r["replica_id"] for r in rows if r["status"] != "Observer"]
+    observer_order = [o["id"] for o in st["observers"]] if st else [r["replica_id"] for r in rows if r["status"] == "Observer"]
+    replicas = []
+    for r in rows or []:
+        is_voter = r["status"] != "Observer"
+        order = voter_order if is_voter else observer_order
+        position = order.index(r["replica_id"]) if r["replica_id"] in order else len(order) + r["position"]
+        replicas.append({
+            "replica_id": r["replica_id"], "is_voter": is_voter, "position": position,
+            "replica_directory_id": r["replica_directory_id"], "log_end_offset": r["log_end_offset"],
+            "last_fetch_ms": r["last_fetch_ms"], "last_caught_up_ms": r["last_caught_up_ms"],
+            "is_leader": r["status"] == "Leader",
+        })
+    ref_ms = (leader_rows[0]["last_caught_up_ms"] if leader_rows else None) or collected_at_ms
+    return {
+        "error": None,
+        "kafka_cluster_id": st["kafka_cluster_id"] if st else None,
+        "leader_id": leader_id,
+        "leader_epoch": st["leader_epoch"] if st else None,
+        "high_watermark": st["high_watermark"] if st else None,
+        "voter_ids": voter_order,
+        "observer_count": len(observer_order),
+        "ref_ms": ref_ms,
+        "max_follower_lag": st["max_follower_lag"] if st else None,
+        "max_follower_lag_time_ms": st["max_follower_lag_time_ms"] if st else None,
+        "replicas": replicas,
+    }
+
+
+_cli_snapshot_udf = F.udf(cli_snapshot, _CLI_SNAPSHOT, useArrow=True)
+
+
+def _from_cli(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    latest = latest_per_key(records, ["cluster_id", "collected_at", "format"], order=["ingested_at", "record_id"])
+    is_rep = F.col("format") == "quorum_cli_replication"
+    pairs = latest.groupBy("cluster_id", "collected_at").agg(
+        F.max(F.when(is_rep, F.col("payload"))).alias("_replication"),
+        F.max(F.when(~is_rep, F.col("payload"))).alias("_status"),
+        F.max(F.when(is_rep, F.col("record_id"))).alias("_rep_record"),
+        F.max(F.when(~is_rep, F.col("record_id"))).alias("_status_record"),
+        F.max("ingested_at").alias("ingested_at"),
+        F.first(F.when(is_rep, F.col("source_file")), ignorenulls=True).alias("_rep_file"),
+        F.first(F.when(~is_rep, F.col("source_file")), ignorenulls=True).alias("_status_file"),
+        F.collect_list(F.to_json(F.struct("record_id", "format", "source_file", "payload"))).alias("_records"),
+    )
+    parsed = pairs.withColumn(
+        "_s", _cli_snapshot_udf("_replication", "_status", F.unix_millis("collected_at"))
+    ).withColumn("_winner", F.concat_ws("+", F.coalesce("_rep_record", F.lit("")), F.coalesce("_status_record", F.lit(""))))
+    bad = parsed.where(F.col("_s.error").isNotNull()).select(
+        F.concat_ws("+", "_rep_record", "_status_record").alias("record_id"),
+        F.concat_ws(" + ", "_rep_file", "_status_file").alias("source_file"),
+        "ingested_at",
+        F.concat(F.lit("["), F.concat_ws(",", "_records"), F.lit("]")).alias("_record_json"),
+        F.col("_s.error").alias("_reason"),
+    )
+    bad_rows = rejected(bad, "silver.quorum_snapshots", ["cli_capture_parses"], F.col("_reason"),
+                        record=F.col("_record_json"))
+    good = parsed.where(F.col("_s.error").isNull())
+    snapshots = good.select(
+        "cluster_id", "collected_at",
+        F.lit("cli").alias("source"),
+        F.lit(None).cast("int").alias("api_version"),
+        _known(F.col("_s.leader_id")).alias("leader_id"),
+        F.col("_s.leader_epoch").alias("leader_epoch"),
+        _known(F.col("_s.high_watermark")).alias("high_watermark"),
+        F.size("_s.voter_ids").alias("voter_count"),
+        F.col("_s.observer_count").alias("observer_count"),
+        F.col("_s.voter_ids").alias("voter_ids"),
+        F.lit(0).alias("error_code"),
+        F.lit(None).cast("string").alias("error_message"),
+        F.timestamp_millis("_s.ref_ms").alias("ref_at"),
+        F.col("_s.kafka_cluster_id").alias("kafka_cluster_id"),
+        F.col("_s.max_follower_lag").alias("cli_max_follower_lag"),
+        F.col("_s.max_follower_lag_time_ms").alias("cli_max_follower_lag_time_ms"),
+        F.filter(F.array("_rep_record", "_status_record"), lambda x: x.isNotNull()).alias("record_ids"),
+        "ingested_at",
+        F.lit(0).alias("_rank"),
+        "_winner",
+    )
+    rep = good.select("*", F.explode("_s.replicas").alias("_rep"))
+    leader_leo = F.get(F.filter("_s.replicas", lambda r: r["is_leader"]), 0)["log_end_offset"]
+    replicas = rep.select(
+        "cluster_id", "collected_at",
+        F.col("_rep.replica_id").alias("replica_id"),
+        F.col("_rep.is_voter").alias("is_voter"),
+        F.col("_rep.position").alias("position"),
+        F.col("_rep.replica_directory_id").alias("replica_directory_id"),
+        F.when(F.col("_rep.is_leader"), "leader").when(F.col("_rep.is_voter"), "follower").otherwise("observer").alias("role"),
+        F.coalesce(F.col("_rep.log_end_offset"), F.lit(-1)).alias("_leo"),
+        F.coalesce(leader_leo, F.lit(-1)).alias("_leader_leo"),
+        F.coalesce(F.col("_rep.last_fetch_ms"), F.lit(-1)).alias("_fetch_ms"),
+        F.coalesce(F.col("_rep.last_caught_up_ms"), F.lit(-1)).alias("_caught_up_ms"),
+        F.col("_s.ref_ms").alias("_ref_ms"),
+        F.lit("cli").alias("source"),
+        F.col("_rep_record").alias("record_id"),
+        "ingested_at",
+        "_winner",
+    ).transform(_with_lags)
+    return snapshots, replicas, bad_rows
