@@ -178,10 +178,10 @@ def _cmd_sql(config: Config, query: str, fmt: str, limit: int) -> int:
     from pyspark.errors import PySparkException
 
     from pipelines.io import Lakehouse
-    from pipelines.tables import ALL_TABLES
+    from pipelines.run import register_all
 
     lakehouse = Lakehouse(_spark(config), config)
-    lakehouse.ensure_tables(ALL_TABLES)
+    register_all(lakehouse)
     try:
         df = lakehouse.spark.sql(query)
         rows = df.limit(limit).collect()

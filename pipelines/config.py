@@ -45,6 +45,11 @@ class Config:
     high_watermark_stall_ms: int = 5000
     divergence_tolerance_ms: int = 15000
     future_skew_ms: int = 300_000
+    # An AtMinIsr episode's `bounces` counts earlier episodes of the partition within this many minutes.
+    flap_window_minutes: int = 60
+    # Fleet overview: a node this far behind the active controller (records or ms) makes its cluster `warn`.
+    divergence_warn_records: int = 1000
+    metadata_lag_warn_ms: int = 30_000
     # min.insync.replicas for kafka-topics captures whose topic does not configure it (Kafka's default is 1).
     default_min_isr: int = 1
     # The run's own time: every row written by this run carries it as `ingested_at`.

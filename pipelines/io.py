@@ -104,19 +104,25 @@ class Lakehouse:
         )
 
     def replace_groups(self, spec: TableSpec, rows: DataFrame, groups: DataFrame) -> None:
-        """Make the table hold exactly `rows` for every group in `groups` (a DataFrame of group-key columns),
-        in one atomic MERGE: changed rows are updated, new ones inserted, rows of those groups that `rows` no
-        longer has are deleted; unchanged rows are left alone, so a re-run writes nothing new."""
+        """Make the table hold exactly `rows` for every group in `groups` (a DataFrame of group-key columns)."""
+        cols = groups.columns
+        self.replace_scope(spec, rows, groups.select(*cols).distinct(), lambda t, g: _null_safe(t, g, cols))
+
+    def replace_scope(self, spec: TableSpec, rows: DataFrame, scope: DataFrame,
+                      match: Callable[[DataFrame, DataFrame], object]) -> None:
+        """Make the table hold exactly `rows` within `scope`, in one atomic MERGE.
+
+        A target row is in scope when `match(target, scope)` holds for some scope row. Changed rows are updated,
+        new ones inserted, rows in scope that `rows` no longer has are deleted; unchanged rows are not touched, so a
+        re-run writes nothing new."""
         key = list(spec.key)
-        group_cols = groups.columns
         target = self.read(spec)
         data = [c for c in spec.column_names if c not in key]
         source = rows.select(*spec.column_names).withColumn("_delete", F.lit(False))
-        group_keys = groups.select(*group_cols).distinct()
         new_keys = source.select(*key)
-        in_groups = target.join(group_keys, _null_safe(target, group_keys, group_cols), "left_semi")
+        in_scope = target.join(scope, match(target, scope), "left_semi")
         stale = (
-            in_groups.join(new_keys, _null_safe(in_groups, new_keys, key), "left_anti")
+            in_scope.join(new_keys, _null_safe(in_scope, new_keys, key), "left_anti")
             .select(*spec.column_names)
             .withColumn("_delete", F.lit(True))
         )

@@ -30,12 +30,20 @@ def run_pipeline(
     lakehouse: Lakehouse, layers: tuple[str, ...] = LAYER_ORDER, progress: Progress = lambda _msg: None
 ) -> list[TableSummary]:
     """Run the given layers in medallion order; each processes only what is new since its last run."""
-    lakehouse.ensure_tables(ALL_TABLES)
+    register_all(lakehouse)
     summaries: list[TableSummary] = []
     for layer in LAYER_ORDER:
         if layer in layers and layer in LAYER_RUNNERS:
             summaries += LAYER_RUNNERS[layer](lakehouse, progress)
     return summaries
+
+
+def register_all(lakehouse: Lakehouse) -> None:
+    """Every table and view of the lakehouse, registered by name in this session."""
+    from pipelines.gold_job import create_views
+
+    lakehouse.ensure_tables(ALL_TABLES)
+    create_views(lakehouse)
 
 
 def ingest_bronze(lakehouse: Lakehouse, progress: Progress) -> list[TableSummary]:
@@ -73,7 +81,15 @@ def build_silver(lakehouse: Lakehouse, progress: Progress) -> list[TableSummary]
     return [TableSummary(t, stats.rows.get(t, 0), stats.quarantined.get(t, 0)) for t in tables]
 
 
+def build_gold(lakehouse: Lakehouse, progress: Progress) -> list[TableSummary]:
+    from pipelines.gold_job import run_gold
+
+    written = run_gold(lakehouse, progress)
+    return [TableSummary(t, n, 0) for t, n in written.items()]
+
+
 LAYER_RUNNERS: dict[str, Callable[[Lakehouse, Progress], list[TableSummary]]] = {
     "bronze": ingest_bronze,
     "silver": build_silver,
+    "gold": build_gold,
 }

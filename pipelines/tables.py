@@ -210,10 +210,131 @@ SILVER_DQ_VALIDATIONS = TableSpec(
     ("run_at", "table_name", "batch", "rule"), "Great Expectations results: one row per rule per validated batch",
 )
 
+GOLD_QUORUM_STATUS = TableSpec(
+    "gold", "quorum_status",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("collected_at", _TS, "Capture time of the quorum snapshot (UTC)"),
+        ("window_start", _TS, "Start of the tumbling window holding the snapshot"),
+        ("source", "STRING", "admin (DescribeQuorum JSON) or cli (kafka-metadata-quorum captures)"),
+        ("error_code", "INT", "Kafka error code of the response; 0 when good"),
+        ("leader_id", "INT", "Quorum leader; NULL when unknown or for an error response"),
+        ("leader_epoch", "INT", "Leader epoch; NULL when unknown"),
+        ("high_watermark", "BIGINT", "Leader's high watermark; NULL when unknown"),
+        ("max_follower_lag", "BIGINT", "MaxFollowerLag exactly as kafka-metadata-quorum --status prints it (records)"),
+        ("max_follower_lag_time_ms", "BIGINT",
+         "MaxFollowerLagTimeMs exactly as kafka-metadata-quorum --status prints it; -1 when unknown"),
+        ("voters", "INT", "Number of voters"),
+        ("voters_within_slo", "INT", "Voters whose caught-up lag is known and within the SLO (leader included)"),
+        ("observers", "INT", "Number of observers"),
+        ("is_good", "BOOLEAN", "Has a leader and MaxFollowerLagTimeMs between 0 and the SLO"),
+        ("leader_change", "INT", "1 when the leader epoch rose since the previous snapshot (both known), else 0"),
+        ("hw_last_increase_at", _TS, "When the high watermark last increased (looking back across windows)"),
+        ("hw_stalled", "BOOLEAN", "High watermark known and not increased for longer than the stall threshold"),
+    ),
+    ("cluster_id", "collected_at"), "Per quorum snapshot: leader, MaxFollowerLag/TimeMs as the CLI computes them, "
+    "voters within the SLO",
+)
+GOLD_QUORUM_HEALTH = TableSpec(
+    "gold", "quorum_health",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("window_start", _TS, "Window start (epoch-aligned tumbling window)"),
+        ("window_end", _TS, "Window end (exclusive)"),
+        ("snapshots", "BIGINT", "Quorum snapshots in the window, error responses included"),
+        ("leader_changes", "BIGINT", "Leader epoch increases between consecutive snapshots that both know it"),
+        ("leaders", "INT", "Distinct leaders seen in the window"),
+        ("high_watermark_advance", "BIGINT", "Last known minus first known high watermark in the window (records)"),
+        ("high_watermark_stalled", "BOOLEAN",
+         "A snapshot in the window came more than the stall threshold after the high watermark last increased"),
+        ("max_follower_lag", "BIGINT", "Largest MaxFollowerLag in the window (records)"),
+        ("max_follower_lag_time_ms", "BIGINT", "Largest known MaxFollowerLagTimeMs in the window (-1 ignored)"),
+        ("good_snapshots", "BIGINT", "Snapshots with a leader and MaxFollowerLagTimeMs within the SLO"),
+        ("sli", "DOUBLE", "good_snapshots / snapshots"),
+    ),
+    ("cluster_id", "window_start"), "Quorum health SLI per cluster per window",
+)
+GOLD_REPLICA_LAG_SLI = TableSpec(
+    "gold", "replica_lag_sli",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("replica_id", "INT", "Replica (node) id"),
+        ("is_voter", "BOOLEAN", "Voter (true) or observer (false)"),
+        ("window_start", _TS, "Window start (epoch-aligned tumbling window)"),
+        ("window_end", _TS, "Window end (exclusive)"),
+        ("snapshots", "BIGINT", "Snapshots of this replica in the window"),
+        ("max_offset_lag", "BIGINT", "Largest known offset lag (records)"),
+        ("p50_caught_up_lag_ms", "BIGINT", "Median caught-up lag, nearest rank, unknown values ignored (ms)"),
+        ("p99_caught_up_lag_ms", "BIGINT", "99th percentile caught-up lag, nearest rank (ms)"),
+        ("max_caught_up_lag_ms", "BIGINT", "Largest known caught-up lag (ms)"),
+        ("max_fetch_age_ms", "BIGINT", "Largest known time since the last fetch (ms)"),
+        ("good_snapshots", "BIGINT", "Snapshots with a known caught-up lag within the SLO"),
+        ("sli", "DOUBLE", "good_snapshots / snapshots"),
+    ),
+    ("cluster_id", "replica_id", "is_voter", "window_start"), "Replica lag SLI per replica per window",
+)
+_ISR_COUNTS = (
+    ("partitions", "INT", "Partitions in the snapshot"),
+    ("offline", "INT", "Partitions without a leader"),
+    ("under_min_isr", "INT", "Partitions offline or with fewer in-sync replicas than min ISR"),
+    ("at_min_isr", "INT", "Partitions whose ISR size equals min ISR (KIP-427 AtMinIsr)"),
+    ("under_replicated", "INT", "Partitions whose ISR is smaller than the replication factor"),
+)
+GOLD_ISR_HEALTH = TableSpec(
+    "gold", "isr_health",
+    (("cluster_id", "STRING", "Cluster"), ("collected_at", _TS, "Capture time of the partition snapshot"),
+     *_ISR_COUNTS),
+    ("cluster_id", "collected_at"), "Partition replication health per cluster snapshot (flags counted, not status)",
+)
+GOLD_ISR_HEALTH_BY_TOPIC = TableSpec(
+    "gold", "isr_health_by_topic",
+    (("cluster_id", "STRING", "Cluster"), ("collected_at", _TS, "Capture time of the partition snapshot"),
+     ("topic", "STRING", "Topic"), *_ISR_COUNTS),
+    ("cluster_id", "collected_at", "topic"), "Partition replication health per cluster snapshot and topic",
+)
+GOLD_AT_MIN_ISR_EPISODES = TableSpec(
+    "gold", "at_min_isr_episodes",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("topic", "STRING", "Topic"),
+        ("partition", "INT", "Partition"),
+        ("started_at", _TS, "First snapshot at min ISR"),
+        ("ended_at", _TS, "First snapshot neither at min ISR nor worse; NULL while ongoing"),
+        ("duration_ms", "BIGINT", "ended_at - started_at, or latest snapshot - started_at while ongoing"),
+        ("snapshots", "BIGINT", "Snapshots in the episode (the closing one not counted)"),
+        ("escalated", "BOOLEAN", "Reached under-min-ISR or offline inside the episode"),
+        ("max_status", "STRING", "Worst status in the episode: at_min_isr, under_min_isr or offline"),
+        ("bounces", "INT", "Earlier episodes of this partition that started within the flap window before this one"),
+    ),
+    ("cluster_id", "topic", "partition", "started_at"), "AtMinIsr episodes per partition (KIP-427)",
+)
+GOLD_METADATA_OFFSET_DIVERGENCE = TableSpec(
+    "gold", "metadata_offset_divergence",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("node_id", "INT", "Node"),
+        ("scraped_at", _TS, "Scrape time of the node"),
+        ("node_role", "STRING", "controller, broker or combined"),
+        ("active_controller_id", "INT", "Active controller whose scrape was paired with this one"),
+        ("controller_scraped_at", _TS, "Scrape time of that active-controller scrape"),
+        ("node_last_applied_offset", "BIGINT",
+         "broker_last_applied_record_offset, or controller_last_applied_record_offset for a controller-only node"),
+        ("controller_last_committed_offset", "BIGINT", "Active controller's LastCommittedRecordOffset"),
+        ("divergence_records", "BIGINT", "Controller committed minus node applied; NULL without a close scrape"),
+        ("last_applied_lag_ms", "BIGINT", "Node's last-applied-record lag (ms, KIP-835)"),
+    ),
+    ("cluster_id", "node_id", "scraped_at"), "Metadata offset divergence per node scrape (KIP-835)",
+)
+
+GOLD_TABLES: tuple[TableSpec, ...] = (
+    GOLD_QUORUM_STATUS, GOLD_QUORUM_HEALTH, GOLD_REPLICA_LAG_SLI, GOLD_ISR_HEALTH, GOLD_ISR_HEALTH_BY_TOPIC,
+    GOLD_AT_MIN_ISR_EPISODES, GOLD_METADATA_OFFSET_DIVERGENCE,
+)
+
 ALL_TABLES: tuple[TableSpec, ...] = (
     BRONZE_QUORUM_RAW, BRONZE_METRICS_RAW, BRONZE_PARTITIONS_RAW,
     SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS,
-    SILVER_QUARANTINE, SILVER_DQ_VALIDATIONS,
+    SILVER_QUARANTINE, SILVER_DQ_VALIDATIONS, *GOLD_TABLES,
 )
 SCHEMAS = ("bronze", "silver", "gold")
 

@@ -1,0 +1,76 @@
+"""gold.metadata_offset_divergence: one row per node scrape (cluster, node, scrape time), KIP-835.
+
+For each node scrape, the active controller's scrape (the node reporting controller_active_controller_count = 1)
+nearest in time within ±tolerance (inclusive; on a tie the earlier one wins) gives the last committed offset; the
+node's last applied offset is its broker_last_applied_record_offset, or controller_last_applied_record_offset for a
+controller-only node; divergence_records = controller committed − node applied, NULL when no active-controller scrape
+is close enough. Every node scrape gets a row, controllers too.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+DIVERGENCE_COLUMNS = [
+    "cluster_id", "node_id", "scraped_at", "node_role", "active_controller_id", "controller_scraped_at",
+    "node_last_applied_offset", "controller_last_committed_offset", "divergence_records", "last_applied_lag_ms",
+]
+
+
+def _value(metric: str):
+    return F.max(F.when(F.col("metric") == metric, F.col("value")))
+
+
+def node_scrapes(metrics: DataFrame) -> DataFrame:
+    """One row per scrape with the metrics divergence needs (from silver.node_metrics rows)."""
+    return metrics.groupBy("cluster_id", "node_id", "scraped_at").agg(
+        F.first("node_role", ignorenulls=True).alias("node_role"),
+        _value("broker_last_applied_record_offset").alias("_broker_applied"),
+        _value("controller_last_applied_record_offset").alias("_controller_applied"),
+        _value("broker_last_applied_record_lag_ms").alias("_broker_lag"),
+        _value("controller_last_applied_record_lag_ms").alias("_controller_lag"),
+        _value("controller_active_controller_count").alias("_active"),
+        _value("controller_last_committed_record_offset").alias("_committed"),
+    )
+
+
+def build_metadata_offset_divergence(metrics: DataFrame, tolerance_ms: int) -> DataFrame:
+    """From silver.node_metrics rows: every scrape of the affected nodes, plus the active-controller scrapes
+    within ±tolerance of them."""
+    scrapes = node_scrapes(metrics)
+    controllers = scrapes.where(F.col("_active") == 1).select(
+        "cluster_id",
+        F.col("node_id").alias("active_controller_id"),
+        F.col("scraped_at").alias("controller_scraped_at"),
+        F.col("_committed").alias("controller_last_committed_offset"),
+    )
+    distance = F.abs(F.unix_millis("scraped_at") - F.unix_millis("controller_scraped_at"))
+    pairs = scrapes.join(controllers, "cluster_id", "left").where(
+        F.col("controller_scraped_at").isNull() | (distance <= tolerance_ms)
+    )
+    nearest = Window.partitionBy("cluster_id", "node_id", "scraped_at").orderBy(
+        distance.asc_nulls_last(), F.col("controller_scraped_at").asc_nulls_last())
+    best = pairs.withColumn("_n", F.row_number().over(nearest)).where(F.col("_n") == 1)
+    # scrapes with no controller within the tolerance lost their rows in the join filter: add them back
+    matched = best.select("cluster_id", "node_id", "scraped_at")
+    unmatched = scrapes.join(matched, ["cluster_id", "node_id", "scraped_at"], "left_anti").select(
+        "*", F.lit(None).cast("int").alias("active_controller_id"),
+        F.lit(None).cast("timestamp").alias("controller_scraped_at"),
+        F.lit(None).cast("double").alias("controller_last_committed_offset"),
+    )
+    all_rows = best.drop("_n").unionByName(unmatched)
+    controller_only = F.col("node_role") == "controller"
+    applied = F.when(controller_only, F.col("_controller_applied")).otherwise(
+        F.coalesce("_broker_applied", "_controller_applied"))
+    lag = F.when(controller_only, F.col("_controller_lag")).otherwise(F.coalesce("_broker_lag", "_controller_lag"))
+    committed = F.col("controller_last_committed_offset")
+    return all_rows.select(
+        "cluster_id", "node_id", "scraped_at", "node_role",
+        F.when(committed.isNotNull(), F.col("active_controller_id")).cast("int").alias("active_controller_id"),
+        F.when(committed.isNotNull(), F.col("controller_scraped_at")).alias("controller_scraped_at"),
+        applied.cast("bigint").alias("node_last_applied_offset"),
+        committed.cast("bigint").alias("controller_last_committed_offset"),
+        (committed - applied).cast("bigint").alias("divergence_records"),
+        lag.cast("bigint").alias("last_applied_lag_ms"),
+    ).select(*DIVERGENCE_COLUMNS)

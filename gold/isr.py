@@ -1,0 +1,100 @@
+"""gold.isr_health (per cluster snapshot), gold.isr_health_by_topic (per cluster snapshot and topic) and
+gold.at_min_isr_episodes (per partition and episode start), from silver.partition_states.
+
+Counts count flags, not `status`: a partition at min ISR and under-replicated counts in both columns. An AtMinIsr
+episode starts at a snapshot with `is_at_min_isr` and runs through the following snapshots that are at min ISR or
+worse (under min ISR, offline); it ends at the first snapshot that is neither (`ended_at`). Going straight to
+under-min-ISR or offline does not start one. `escalated`: under min ISR or offline inside the episode.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+ISR_HEALTH_COLUMNS = ["cluster_id", "collected_at", "partitions", "offline", "under_min_isr", "at_min_isr",
+                      "under_replicated"]
+ISR_BY_TOPIC_COLUMNS = ["cluster_id", "collected_at", "topic", "partitions", "offline", "under_min_isr",
+                        "at_min_isr", "under_replicated"]
+EPISODE_COLUMNS = ["cluster_id", "topic", "partition", "started_at", "ended_at", "duration_ms", "snapshots",
+                   "escalated", "max_status", "bounces"]
+
+
+def _counts():
+    return [
+        F.count(F.lit(1)).cast("int").alias("partitions"),
+        F.count_if("is_offline").cast("int").alias("offline"),
+        F.count_if("is_under_min_isr").cast("int").alias("under_min_isr"),
+        F.count_if("is_at_min_isr").cast("int").alias("at_min_isr"),
+        F.count_if("is_under_replicated").cast("int").alias("under_replicated"),
+    ]
+
+
+def build_isr_health(partitions: DataFrame) -> DataFrame:
+    """Per snapshot counts (needs cluster_id, collected_at and the four is_* flags)."""
+    return partitions.groupBy("cluster_id", "collected_at").agg(*_counts()).select(*ISR_HEALTH_COLUMNS)
+
+
+def build_isr_health_by_topic(partitions: DataFrame) -> DataFrame:
+    return partitions.groupBy("cluster_id", "collected_at", "topic").agg(*_counts()).select(*ISR_BY_TOPIC_COLUMNS)
+
+
+def build_at_min_isr_episodes(partitions: DataFrame, earlier_starts: DataFrame | None = None,
+                              flap_window_minutes: int = 60) -> DataFrame:
+    """Episodes of each partition, from its snapshots in time order (all of them from some point on that is not
+    inside an episode, or an episode's start).
+
+    `bounces` is how often the partition came back to AtMinIsr within `flap_window_minutes` before this episode
+    started (KIP-427's "AtMinIsr bounces between zero and non-zero repeatedly"): the number of its earlier episodes
+    that started in that window. `earlier_starts` (cluster_id, topic, partition, started_at) are the episodes
+    already known before the given snapshots.
+    """
+    key = ["cluster_id", "topic", "partition"]
+    ordered = Window.partitionBy(*key).orderBy("collected_at")
+    in_run = F.col("is_at_min_isr") | F.col("is_under_min_isr") | F.col("is_offline")
+    runs = (
+        partitions.select(*key, "collected_at", "is_at_min_isr", "is_under_min_isr", "is_offline", "status")
+        .withColumn("_in", in_run)
+        .withColumn("_next_at", F.lead("collected_at").over(ordered))
+        .withColumn("_last_at", F.max("collected_at").over(Window.partitionBy(*key)))
+        .withColumn("_run_start", F.col("_in") & ~F.coalesce(F.lag("_in").over(ordered), F.lit(False)))
+        .withColumn("_run", F.sum(F.col("_run_start").cast("int")).over(ordered))
+        .where(F.col("_in"))
+    )
+    # inside a run, the episode begins at the run's first at-min-ISR snapshot
+    run_key = [*key, "_run"]
+    started = F.min(F.when(F.col("is_at_min_isr"), F.col("collected_at"))).over(Window.partitionBy(*run_key))
+    episode_rows = runs.withColumn("_started", started).where(
+        F.col("_started").isNotNull() & (F.col("collected_at") >= F.col("_started"))
+    )
+    severity = (F.when(F.col("status") == "offline", 3).when(F.col("status") == "under_min_isr", 2)
+                .when(F.col("status") == "at_min_isr", 1).otherwise(0))
+    episode_rows = episode_rows.withColumn("_sev", severity)
+    grouped = episode_rows.groupBy(*run_key).agg(
+        F.min("collected_at").alias("started_at"),
+        F.max("collected_at").alias("_last_in"),
+        F.max_by("_next_at", "collected_at").alias("ended_at"),
+        F.max("_last_at").alias("_partition_last"),
+        F.count(F.lit(1)).cast("bigint").alias("snapshots"),
+        F.bool_or(F.col("is_under_min_isr") | F.col("is_offline")).alias("escalated"),
+        F.max("_sev").alias("_max_sev"),
+    )
+    end = F.coalesce(F.col("ended_at"), F.col("_partition_last"))
+    episodes = grouped.select(
+        *key, "started_at", "ended_at",
+        (F.unix_millis(end) - F.unix_millis("started_at")).alias("duration_ms"),
+        "snapshots", "escalated",
+        F.when(F.col("_max_sev") == 3, "offline").when(F.col("_max_sev") == 2, "under_min_isr")
+        .otherwise("at_min_isr").alias("max_status"),
+        F.lit(False).alias("_earlier"),
+    )
+    if earlier_starts is not None:
+        episodes = episodes.unionByName(
+            earlier_starts.select(*key, "started_at").withColumn("_earlier", F.lit(True)), allowMissingColumns=True)
+    recent = (Window.partitionBy(*key).orderBy(F.unix_millis("started_at"))
+              .rangeBetween(-flap_window_minutes * 60_000, -1))
+    return (
+        episodes.withColumn("bounces", F.count(F.lit(1)).over(recent).cast("int"))
+        .where(~F.col("_earlier"))
+        .select(*EPISODE_COLUMNS)
+    )

@@ -1,0 +1,43 @@
+"""gold.replica_lag_sli: one row per replica (voter or observer) per cluster per tumbling window.
+
+Percentiles are nearest-rank (`percentile_disc`: the smallest value with at least p% of the window's values at or
+below it); maxima and percentiles ignore unknown values; a replica snapshot is good when its caught-up lag is known
+and within the SLO; `sli` = good / snapshots.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from gold.quorum import window_start
+
+REPLICA_LAG_SLI_COLUMNS = [
+    "cluster_id", "replica_id", "is_voter", "window_start", "window_end", "snapshots", "max_offset_lag",
+    "p50_caught_up_lag_ms", "p99_caught_up_lag_ms", "max_caught_up_lag_ms", "max_fetch_age_ms", "good_snapshots",
+    "sli",
+]
+
+
+def build_replica_lag_sli(replicas: DataFrame, *, slo_ms: int, window_minutes: int) -> DataFrame:
+    """From silver.replica_states rows (all rows of each window given): cluster_id, replica_id, is_voter,
+    collected_at, offset_lag, caught_up_lag_ms, fetch_age_ms."""
+    width = F.make_dt_interval(F.lit(0), F.lit(0), F.lit(window_minutes))
+    return (
+        replicas.withColumn("window_start", window_start(F.col("collected_at"), window_minutes))
+        .groupBy("cluster_id", "replica_id", "is_voter", "window_start")
+        .agg(
+            F.count(F.lit(1)).cast("bigint").alias("snapshots"),
+            F.max("offset_lag").alias("max_offset_lag"),
+            F.expr("percentile_disc(0.5) WITHIN GROUP (ORDER BY caught_up_lag_ms)").cast("bigint")
+            .alias("p50_caught_up_lag_ms"),
+            F.expr("percentile_disc(0.99) WITHIN GROUP (ORDER BY caught_up_lag_ms)").cast("bigint")
+            .alias("p99_caught_up_lag_ms"),
+            F.max("caught_up_lag_ms").alias("max_caught_up_lag_ms"),
+            F.max("fetch_age_ms").alias("max_fetch_age_ms"),
+            F.count_if(F.col("caught_up_lag_ms") <= slo_ms).cast("bigint").alias("good_snapshots"),
+        )
+        .withColumn("window_end", F.col("window_start") + width)
+        .withColumn("sli", F.col("good_snapshots") / F.col("snapshots"))
+        .select(*REPLICA_LAG_SLI_COLUMNS)
+    )
