@@ -24,7 +24,8 @@ FLEET_OVERVIEW = ViewSpec(
     (
         ("cluster_id", "Cluster"),
         ("as_of", "Time of the latest data for the cluster"),
-        ("status", "ok, warn or critical (critical: no leader, quorum error, voters within SLO below a majority, "
+        ("status", "ok, warn or critical (critical: no leader, quorum error, known voter lag leaving less than a "
+                   "majority within the SLO, "
                    "under-min-ISR or offline partitions; warn: AtMinIsr partitions, lag over the SLO or unknown, a "
                    "stalled high watermark, or a node diverging from the controller)"),
         ("leader_id", "Quorum leader in the latest snapshot"),
@@ -61,7 +62,8 @@ FLEET_OVERVIEW = ViewSpec(
       greatest(q.collected_at, i.collected_at, d.scraped_at) AS as_of,
       CASE
         WHEN (q.cluster_id IS NOT NULL AND (q.error_code <> 0 OR q.leader_id IS NULL
-                                            OR q.voters_within_slo < floor(q.voters / 2) + 1))
+                                            OR (q.max_follower_lag_time_ms >= 0
+                                                AND q.voters_within_slo < floor(q.voters / 2) + 1)))
              OR coalesce(i.under_min_isr, 0) > 0 OR coalesce(i.offline, 0) > 0 THEN 'critical'
         WHEN coalesce(i.at_min_isr, 0) > 0 OR NOT coalesce(q.is_good, true)
              OR coalesce(q.voters_within_slo < q.voters, false) OR coalesce(h.high_watermark_stalled, false)

@@ -68,17 +68,17 @@ def build_quorum_snapshots(bronze: DataFrame) -> tuple[DataFrame, DataFrame, Dat
 def _from_admin(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     parsed = records.withColumn("_r", F.from_json("payload", RESPONSE_SCHEMA).getField("response"))
     topics = F.col("_r.topics")
-    shape_ok = (
-        F.col("_r").isNotNull()
-        & (F.size(topics) == 1)
-        & (F.size(F.get(topics, 0)["partitions"]) == 1)
+    top_error = F.coalesce(F.col("_r.errorCode"), F.lit(0))
+    # A top-level error response carries no topics at all (DescribeQuorumResponse.getTopLevelErrorResponse).
+    shape_ok = F.col("_r").isNotNull() & (
+        (top_error != 0)
+        | ((F.size(topics) == 1) & (F.size(F.get(topics, 0)["partitions"]) == 1))
     )
     bad_shape = rejected(
         parsed.where(~F.coalesce(shape_ok, F.lit(False))), "silver.quorum_snapshots", ["response_shape"],
         F.lit("the response must hold exactly one topic with one partition (__cluster_metadata-0)"),
     )
     p = F.get(F.get(F.col("_r.topics"), 0)["partitions"], 0)
-    top_error = F.coalesce(F.col("_r.errorCode"), F.lit(0))
     part_error = F.coalesce(p["errorCode"], F.lit(0))
     error_code = F.when(top_error != 0, top_error).otherwise(part_error)
     error_message = F.when(top_error != 0, F.col("_r.errorMessage")).when(part_error != 0, p["errorMessage"])
@@ -101,8 +101,8 @@ def _from_admin(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.when(~F.col("_is_error"), _known(F.col("_p.leaderId"))).cast("int").alias("leader_id"),
         F.when(~F.col("_is_error"), F.col("_p.leaderEpoch")).alias("leader_epoch"),
         F.when(~F.col("_is_error"), _known(F.col("_p.highWatermark"))).alias("high_watermark"),
-        F.coalesce(F.size("_p.currentVoters"), F.lit(0)).alias("voter_count"),
-        F.coalesce(F.size("_p.observers"), F.lit(0)).alias("observer_count"),
+        _count("_p.currentVoters").alias("voter_count"),
+        _count("_p.observers").alias("observer_count"),
         F.transform("_p.currentVoters", lambda v: v["replicaId"]).alias("voter_ids"),
         "error_code", "error_message",
         F.timestamp_millis("_ref_ms").alias("ref_at"),
@@ -139,6 +139,11 @@ def _from_admin(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.col("record_id").alias("_winner"),
     ).transform(_with_lags)
     return snapshots, replicas, bad_shape.unionByName(missing)
+
+
+def _count(array: str) -> Column:
+    """Size of an array field, 0 when absent (size(NULL) is -1 when ANSI mode is off)."""
+    return F.when(F.col(array).isNull(), F.lit(0)).otherwise(F.size(array))
 
 
 def _known(value: Column) -> Column:
