@@ -61,9 +61,11 @@ def build_at_min_isr_episodes(partitions: DataFrame, earlier_starts: DataFrame |
         .withColumn("_run", F.sum(F.col("_run_start").cast("int")).over(ordered))
         .where(F.col("_in"))
     )
-    # inside a run, the episode begins at the run's first at-min-ISR snapshot
+    # inside a run, the episode begins at the run's first at-min-ISR snapshot; an offline snapshot whose (stale)
+    # ISR happens to be min ISR in size is offline, not at min ISR, so it starts nothing
     run_key = [*key, "_run"]
-    started = F.min(F.when(F.col("is_at_min_isr"), F.col("collected_at"))).over(Window.partitionBy(*run_key))
+    starts_episode = F.col("is_at_min_isr") & ~F.col("is_offline")
+    started = F.min(F.when(starts_episode, F.col("collected_at"))).over(Window.partitionBy(*run_key))
     episode_rows = runs.withColumn("_started", started).where(
         F.col("_started").isNotNull() & (F.col("collected_at") >= F.col("_started"))
     )

@@ -57,12 +57,76 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format (default: table)")
     sql.add_argument("--limit", type=_positive_int, default=1000, help="print at most this many rows (default: 1000)")
     _add_common(sql, landing=False)
-    demo = commands.add_parser(
-        "demo", help="build a lakehouse from demo data and show what quorumlake tells",
-        description="Copy demo landing data into ./lakehouse (or --root), run the pipeline and print an overview.",
+    gen = commands.add_parser(
+        "generate", help="write a simulated fleet's landing zone (every contract format, fault scenarios)",
+        description="Write a deterministic landing zone for a simulated fleet of KRaft clusters.",
     )
-    demo.add_argument("--root", metavar="PATH", default="./lakehouse", help="where the demo lakehouse goes (default: ./lakehouse)")
+    gen.add_argument("--out", metavar="PATH", required=True, help="landing zone root to write")
+    _add_fleet(gen)
+
+    demo = commands.add_parser(
+        "demo", help="simulate a small fleet, run the pipeline, print the fleet overview and write the report",
+        description="Generate a small fleet with several fault scenarios into --root/landing, run every layer into "
+                    "--root/warehouse, print the fleet overview and write --root/report.html.",
+    )
+    demo.add_argument("--root", metavar="PATH", default="./lakehouse", help="demo lakehouse folder (default: ./lakehouse)")
+
+    report = commands.add_parser("report", help="write the HTML health report (self-contained, works offline)",
+                                 description="Write a self-contained HTML page of charts over the gold tables.")
+    report.add_argument("--out", metavar="FILE", default="./lakehouse/report.html",
+                        help="where to write it (default: ./lakehouse/report.html)")
+    _add_common(report, landing=False)
+
+    serve = commands.add_parser("serve", help="serve the lakehouse over JDBC/ODBC (Spark Thrift server) for BI tools",
+                                description="Start Spark's Thrift JDBC/ODBC server on loopback over the warehouse.")
+    serve.add_argument("--port", type=_port, default=10000, help="TCP port (default: 10000)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    _add_common(serve, landing=False)
+
+    bench = commands.add_parser("bench", help="benchmark: generate a fleet and time each layer",
+                                description="Generate a fleet into a fresh folder, run bronze, silver and gold one "
+                                            "after another, then a no-op re-run, and print timings as JSON.")
+    bench.add_argument("--root", metavar="PATH", default="./lakehouse-bench", help="scratch folder (default: ./lakehouse-bench)")
+    bench.add_argument("--json", metavar="FILE", help="also write the results to this file")
+    _add_fleet(bench, hours=1.0, clusters=4)
+
+    maint = commands.add_parser("maintenance", help="OPTIMIZE and VACUUM every table",
+                                description="Compact (OPTIMIZE) and clean up (VACUUM) every table of the lakehouse.")
+    maint.add_argument("--vacuum-hours", type=_positive_int, default=168, help="VACUUM retention in hours (default: 168)")
+    _add_common(maint, landing=False)
     return parser
+
+
+def _add_fleet(p: argparse.ArgumentParser, hours: float = 1.0, clusters: int = 2) -> None:
+    from pipelines.simulator import SCENARIOS
+
+    p.add_argument("--clusters", type=_positive_int, default=clusters, help=f"clusters (default: {clusters})")
+    p.add_argument("--brokers", type=_positive_int, default=3, help="brokers per cluster (default: 3)")
+    p.add_argument("--controllers", type=_positive_int, default=3, help="controllers per cluster (default: 3)")
+    p.add_argument("--topics", type=_positive_int, default=3, help="topics per cluster (default: 3)")
+    p.add_argument("--partitions", type=_positive_int, default=3, help="partitions per topic (default: 3)")
+    p.add_argument("--hours", type=_positive_float, default=hours, help=f"simulated hours (default: {hours:g})")
+    p.add_argument("--interval-s", type=_positive_int, default=30, help="seconds between captures (default: 30)")
+    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), metavar="NAME",
+                   help="fault scenario, repeatable, assigned to clusters round-robin: " + ", ".join(SCENARIOS))
+    p.add_argument("--seed", type=int, default=42, help="random seed (default: 42); same seed, same files")
+
+
+def _port(text: str) -> int:
+    value = _positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError("must be at most 65535")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be above 0")
+    return value
 
 
 LAYERS = ("bronze", "silver", "gold")
@@ -84,10 +148,19 @@ def _add_common(p: argparse.ArgumentParser, landing: bool) -> None:
         p.add_argument("--ingest-mode", choices=("files", "autoloader"),
                        help="bronze reader: Spark's file source (default) or Databricks Auto Loader")
         p.add_argument("--checkpoint-root", metavar="PATH", help="streaming checkpoints (default: <warehouse>/_checkpoints)")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", type=_setting,
+                       help="override one setting of the config (e.g. --set replica_caught_up_slo_ms=1500); repeatable")
     p.add_argument("--catalog", metavar="NAME", help="Unity Catalog catalog (Databricks); tables become <catalog>.<schema>.<table>")
     p.add_argument("--schema-prefix", metavar="TEXT", help="prefix for the bronze/silver/gold schema names (e.g. dev_alice_)")
     p.add_argument("--warehouse", metavar="PATH", help="warehouse root for the Delta tables (default: ./lakehouse/warehouse)")
     p.add_argument("--config", metavar="FILE", help="TOML file of settings (see README, 'Configuration')")
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
 
 
 def _positive_int(text: str) -> int:
@@ -119,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "demo":
         return _cmd_demo(Path(args.root))
+    if args.command == "generate":
+        return _cmd_generate(args)
+    if args.command == "bench":
+        return _cmd_bench(args)
     config = build_config(
         args.config,
         landing=getattr(args, "landing", None),
@@ -127,11 +204,18 @@ def _dispatch(args: argparse.Namespace) -> int:
         schema_prefix=args.schema_prefix,
         ingest_mode=getattr(args, "ingest_mode", None),
         checkpoint_root=getattr(args, "checkpoint_root", None),
+        **_typed_settings(getattr(args, "set", [])),
     )
     if args.command == "run":
         return _cmd_run(config, args.layers)
     if args.command == "sql":
         return _cmd_sql(config, args.query, args.format, args.limit)
+    if args.command == "report":
+        return _cmd_report(config, Path(args.out))
+    if args.command == "serve":
+        return _cmd_serve(config, args.host, args.port)
+    if args.command == "maintenance":
+        return _cmd_maintenance(config, args.vacuum_hours)
     raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects it first
 
 
@@ -152,25 +236,117 @@ def _cmd_run(config: Config, layers: tuple[str, ...] = LAYERS) -> int:
     return 0
 
 
+def _typed_settings(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    import dataclasses
+
+    fields = {f.name: f.type for f in dataclasses.fields(Config)}
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in fields or key == "run_at":
+            raise UsageError(f"--set: unknown setting {key!r}")
+        if fields[key] in ("int", int):
+            try:
+                out[key] = int(value)
+            except ValueError:
+                raise UsageError(f"--set: {key} must be an integer, not {value!r}") from None
+        else:
+            out[key] = value or None
+    return out
+
+
+def _fleet_args(args: argparse.Namespace) -> dict[str, Any]:
+    return {"clusters": args.clusters, "brokers": args.brokers, "controllers": args.controllers,
+            "topics": args.topics, "partitions": args.partitions, "hours": args.hours, "interval_s": args.interval_s,
+            "scenarios": tuple(args.scenario or ("healthy",)), "seed": args.seed}
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from pipelines.commands import generate_landing
+
+    try:
+        summary = generate_landing(Path(args.out), **_fleet_args(args))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write to {args.out}: {exc}") from None
+    print(f"wrote {summary.total_files} files ({summary.total_records} records) to {args.out}")
+    for c in summary.clusters:
+        print(f"  {c.cluster_id}: scenario {c.scenario}, DescribeQuorum v{c.api_version}, metrics {c.metrics_format}"
+              f"{', gzip' if c.gzip else ''}")
+    return 0
+
+
 def _cmd_demo(root: Path) -> int:
+    from pipelines.commands import DEMO_SCENARIOS, demo_config, generate_landing, write_report
+
+    _progress(f"demo: simulating {len(DEMO_SCENARIOS)} clusters ({', '.join(DEMO_SCENARIOS)}) into {root / 'landing'}")
+    generate_landing(root / "landing", clusters=len(DEMO_SCENARIOS), brokers=3, controllers=3, topics=3,
+                     partitions=3, hours=1.0, interval_s=60, scenarios=DEMO_SCENARIOS, seed=42)
+    config = demo_config(root)
+    _cmd_run(config)
+    print("\nFleet overview (gold.v_fleet_overview):")
+    query = ("SELECT cluster_id, status, leader_id, max_follower_lag AS lag, max_follower_lag_time_ms AS lag_ms, "
+             "voters, voters_within_slo AS in_slo, at_min_isr, under_min_isr, offline, "
+             "worst_divergence_records AS divergence FROM gold.v_fleet_overview ORDER BY cluster_id")
+    _cmd_sql(config, query, "table", 1000)
+    from pipelines.io import Lakehouse
+
+    report = write_report(Lakehouse(_spark(config), config), root / "report.html")
+    print(f"\nReport: {report.resolve()}")
+    print(f"Query it: .venv/bin/quorumlake sql \"SELECT * FROM gold.quorum_health LIMIT 10\" --warehouse {root / 'warehouse'}")
+    return 0
+
+
+def _cmd_report(config: Config, out: Path) -> int:
+    from pipelines.commands import write_report
+    from pipelines.io import Lakehouse
+    from pipelines.run import register_all
+
+    lakehouse = Lakehouse(_spark(config), config)
+    register_all(lakehouse)
+    path = write_report(lakehouse, out)
+    print(f"wrote {path}")
+    return 0
+
+
+def _cmd_serve(config: Config, host: str, port: int) -> int:
+    from pipelines.commands import serve
+    from pipelines.io import Lakehouse
+    from pipelines.run import register_all
+
+    lakehouse = Lakehouse(_spark(config), config)
+    register_all(lakehouse)
+    serve(lakehouse, host, port, _progress)
+    return 0
+
+
+def _cmd_maintenance(config: Config, vacuum_hours: int) -> int:
+    from pipelines.commands import maintenance
+    from pipelines.io import Lakehouse
+    from pipelines.run import register_all
+
+    lakehouse = Lakehouse(_spark(config), config)
+    register_all(lakehouse)
+    for name, what in maintenance(lakehouse, vacuum_hours, _progress):
+        print(f"{name}: {what}")
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
     import shutil
 
-    sample = Path(__file__).resolve().parents[1] / "tests" / "data" / "landing"
-    if not sample.is_dir():
-        raise UsageError(f"demo data not found at {sample} (run the demo from a clone of the repository)")
-    landing = root / "landing"
-    shutil.copytree(sample, landing, dirs_exist_ok=True)
-    config = build_config(None, landing=str(landing), warehouse=str(root / "warehouse"))
-    _cmd_run(config)
-    query = (
-        "SELECT format, count(*) AS records, count(parse_error) AS unreadable, min(collected_at) AS first_seen, "
-        "max(collected_at) AS last_seen FROM (SELECT * FROM bronze.quorum_raw UNION ALL SELECT * FROM "
-        "bronze.metrics_raw UNION ALL SELECT * FROM bronze.partitions_raw) GROUP BY format ORDER BY format"
-    )
-    print()
-    print("What landed, by format:")
-    _cmd_sql(config, query, "table", 1000)
-    print(f"\nTry: .venv/bin/quorumlake sql \"SELECT * FROM bronze.quorum_raw LIMIT 5\" --warehouse {root / 'warehouse'}")
+    from pipelines.commands import bench, dump
+    from pipelines.io import Lakehouse
+
+    root = Path(args.root)
+    if root.exists():
+        shutil.rmtree(root)
+    config = build_config(None, landing=str(root / "landing"), warehouse=str(root / "warehouse"))
+    results = bench(Lakehouse(_spark(config), config), root / "landing", _progress, _fleet_args(args))
+    text = dump(results)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
     return 0
 
 

@@ -112,8 +112,14 @@ def capture(record_id: str, kind: str, text: str, cluster: str = "c1", collected
 
 
 def run(spark, *rows: tuple):
-    snapshots, replicas, rejected = build(spark.createDataFrame(list(rows), BRONZE))
-    return snapshots, replicas, rejected
+    """(snapshots, replicas, rejected), each cached: a test looks at an output more than once."""
+    return tuple(df.cache() for df in build(spark.createDataFrame(list(rows), BRONZE)))
+
+
+@pytest.fixture(autouse=True)
+def _drop_cached(spark):
+    yield
+    spark.catalog.clearCache()
 
 
 def check(actual, columns: list[str], schema: str, rows: list[tuple]) -> None:
@@ -154,7 +160,7 @@ def test_v0_has_no_timestamps_so_only_the_leader_has_time_lags_and_ref_is_the_ca
         (3002, True, None, None, None, "admin", "r1"),
         (0, False, None, None, None, "admin", "r1"),
     ])
-    assert rejected.count() == 0
+    assert rejected.collect() == []
 
 
 def test_v1_leader_listed_last_is_the_reference_and_has_zero_lags(spark):
@@ -167,7 +173,7 @@ def test_v1_leader_listed_last_is_the_reference_and_has_zero_lags(spark):
         (3002, True, None, ts(LEADER_NOW), ts(LEADER_NOW), "admin", "r1"),
         (0, False, None, ts(1730000000450), ts(1730000000450), "admin", "r1"),
     ])
-    assert rejected.count() == 0
+    assert rejected.collect() == []
 
 
 def test_v2_directory_ids_all_zero_becomes_null_and_empty_error_message_is_null(spark):
@@ -192,7 +198,7 @@ def test_v3_is_read_by_the_fields_we_know_and_unknown_fields_are_ignored(spark):
     snapshots, replicas, rejected = run(spark, admin("r1", resp, 3))
     check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=3)])
     check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
-    assert rejected.count() == 0
+    assert rejected.collect() == []
 
 
 # --- unknown values (-1) ----------------------------------------------------------------------------------------
@@ -241,35 +247,35 @@ def test_high_watermark_minus_one_is_null_but_the_rest_is_kept(spark):
 # --- error responses ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("version", "resp", "code", "message"),
-    [
-        pytest.param(2, response(2, [], [], leader=0, epoch=0, hw=0, error=6, message=NOT_LEADER), 6, NOT_LEADER,
-                     id="v2-partition-error-from-a-non-leader"),
-        pytest.param(2, response(2, [], [], leader=0, epoch=0, hw=0, error=6, message=""), 6, None,
-                     id="v2-partition-error-empty-message"),
-        pytest.param(1, response(1, [], [], leader=0, epoch=0, hw=0, error=3), 3, None,
-                     id="v1-partition-error-has-no-message-field"),
-        pytest.param(2, {"errorCode": 31, "errorMessage": "Cluster authorization failed.", "topics": [],
-                         "nodes": []}, 31, "Cluster authorization failed.",
-                     id="v2-top-level-error-without-topics"),
-        pytest.param(0, {"errorCode": 8, "topics": []}, 8, None, id="v0-top-level-error-without-topics"),
-        pytest.param(2, response(2, scenario_voters(2), scenario_observers(2), error=6, message="partition says",
-                                 top_error=8, top_message="top says"), 8, "top says",
-                     id="top-level-code-wins-over-partition-code"),
-        pytest.param(2, response(2, scenario_voters(2), [], top_error=8, top_message=""), 8, None,
-                     id="top-level-error-with-voters-empty-message"),
-    ],
-)
-def test_error_response_keeps_its_snapshot_with_null_leader_and_no_replica_rows(spark, version, resp, code, message):
-    snapshots, replicas, rejected = run(spark, admin("r1", resp, version))
-    check(snapshots, ["cluster_id", "collected_at", "api_version", "leader_id", "leader_epoch", "high_watermark",
-                      "error_code", "error_message", "ref_at", "record_ids"],
-          "cluster_id STRING, collected_at TIMESTAMP, api_version INT, leader_id INT, leader_epoch INT, "
-          "high_watermark BIGINT, error_code INT, error_message STRING, ref_at TIMESTAMP, record_ids ARRAY<STRING>",
-          [("c1", ts(COLLECTED_MS), version, None, None, None, code, message,
-            ts(LEADER_NOW) if resp["topics"] and resp["topics"][0]["partitions"][0]["currentVoters"]
-            else ts(COLLECTED_MS), ["r1"])])
+ERROR_CASES = {
+    # cluster: (api version, response, expected error_code, expected error_message)
+    "v2-partition-error-from-a-non-leader": (
+        2, response(2, [], [], leader=0, epoch=0, hw=0, error=6, message=NOT_LEADER), 6, NOT_LEADER),
+    "v2-partition-error-empty-message": (2, response(2, [], [], leader=0, epoch=0, hw=0, error=6), 6, None),
+    "v1-partition-error-has-no-message-field": (1, response(1, [], [], leader=0, epoch=0, hw=0, error=3), 3, None),
+    # DescribeQuorumResponse.getTopLevelErrorResponse: only the error code (and message), no topics.
+    "v2-top-level-error-without-topics": (
+        2, {"errorCode": 31, "errorMessage": "Cluster authorization failed.", "topics": [], "nodes": []}, 31,
+        "Cluster authorization failed."),
+    "v0-top-level-error-without-topics": (0, {"errorCode": 8, "topics": []}, 8, None),
+    "top-level-code-wins-over-partition-code": (
+        2, response(2, scenario_voters(2), scenario_observers(2), error=6, message="partition says", top_error=8,
+                    top_message="top says"), 8, "top says"),
+    "top-level-error-with-voters-and-empty-message": (2, response(2, scenario_voters(2), [], top_error=8), 8, None),
+}
+
+
+def test_error_response_keeps_its_snapshot_with_null_leader_and_no_replica_rows(spark):
+    rows = [admin(f"r-{name}", resp, version, cluster=name) for name, (version, resp, _, _) in ERROR_CASES.items()]
+    snapshots, replicas, rejected = run(spark, *rows)
+    check(snapshots, ["cluster_id", "api_version", "leader_id", "leader_epoch", "high_watermark", "error_code",
+                      "error_message", "ref_at", "record_ids"],
+          "cluster_id STRING, api_version INT, leader_id INT, leader_epoch INT, high_watermark BIGINT, "
+          "error_code INT, error_message STRING, ref_at TIMESTAMP, record_ids ARRAY<STRING>",
+          [(name, version, None, None, None, code, message,
+            # the leader's clock when the error response still lists it, else the capture time
+            ts(LEADER_NOW) if "with-voters" in name or "wins" in name else ts(COLLECTED_MS), [f"r-{name}"])
+           for name, (version, _, code, message) in ERROR_CASES.items()])
     assert replicas.collect() == []
     assert rejected.collect() == []
 
@@ -283,26 +289,27 @@ def _two_partitions() -> dict:
     return resp
 
 
-@pytest.mark.parametrize(
-    "resp",
-    [
-        pytest.param({"errorCode": 0, "topics": []}, id="no-topics-without-error"),
-        pytest.param(_two_partitions(), id="two-partitions"),
-        pytest.param({"errorCode": 0, "topics": [response(1, [], [])["topics"][0]] * 2}, id="two-topics"),
-        pytest.param({"errorCode": 0}, id="no-topics-field"),
-    ],
-)
-def test_bad_response_shape_is_rejected_with_rule_response_shape(spark, resp):
-    row = admin("r1", resp, 1)
-    snapshots, replicas, rejected = run(spark, row)
+BAD_SHAPES = {
+    "no-topics-without-error": {"errorCode": 0, "topics": []},
+    "two-partitions": _two_partitions(),
+    "two-topics": {"errorCode": 0, "topics": [response(1, [], [])["topics"][0]] * 2},
+    "no-topics-field": {"errorCode": 0},
+}
+
+
+def test_bad_response_shape_is_rejected_with_rule_response_shape(spark):
+    rows = [admin(f"r-{name}", resp, 1, cluster=name) for name, resp in BAD_SHAPES.items()]
+    snapshots, replicas, rejected = run(spark, *rows)
     assert snapshots.collect() == [] and replicas.collect() == []
     check(rejected, ["target_table", "failed_rules", "reason", "record_id", "source_file", "ingested_at"],
           "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record_id STRING, source_file STRING, "
           "ingested_at TIMESTAMP",
           [("silver.quorum_snapshots", ["response_shape"],
-            "the response must hold exactly one topic with one partition (__cluster_metadata-0)", "r1",
-            "file:/landing/quorum/q.jsonl", RUN_1)])
-    assert json.loads(rejected.first()["record"])["payload"] == row[5]
+            "the response must hold exactly one topic with one partition (__cluster_metadata-0)", f"r-{name}",
+            "file:/landing/quorum/q.jsonl", RUN_1) for name in BAD_SHAPES])
+    # The quarantined record is the bronze record, payload unchanged.
+    records = {json.loads(r["record"])["record_id"]: json.loads(r["record"]) for r in rejected.collect()}
+    assert {k: v["payload"] for k, v in records.items()} == {row[0]: row[5] for row in rows}
 
 
 def test_replica_entry_without_log_end_offset_is_rejected_and_the_others_kept(spark):
@@ -477,34 +484,35 @@ def test_cli_voter_with_leo_minus_one(spark):
     ])
 
 
-@pytest.mark.parametrize(
-    ("replication", "status", "reason"),
-    [
-        pytest.param(REPLICATION_39.replace("\t12 \t", "\t"), None, "line 4: expected 7 cells, found 6",
-                     id="row-with-a-missing-cell"),
-        pytest.param(REPLICATION_39.replace("Leader  ", "Follower"), None, "no Leader row (expected exactly one)",
-                     id="no-leader-row"),
-        pytest.param(None, STATUS_39.replace("LeaderEpoch:            7\n", ""), "missing label(s) LeaderEpoch",
-                     id="status-without-epoch"),
-        pytest.param(REPLICATION_39, STATUS_39.replace("LeaderId:               3002", "LeaderId:               3000"),
-                     "--status says leader 3000 but --replication says 3002", id="captures-disagree"),
-    ],
-)
-def test_broken_cli_capture_is_rejected_with_rule_cli_capture_parses(spark, replication, status, reason):
-    rows = []
-    if replication is not None:
-        rows.append(capture("rep", "replication", replication))
-    if status is not None:
-        rows.append(capture("st", "status", status))
+BROKEN_CAPTURES = {
+    # cluster: (replication text, status text, reason)
+    "row-with-a-missing-cell": (REPLICATION_39.replace("\t12 \t", "\t"), None, "line 4: expected 7 cells, found 6"),
+    "no-leader-row": (REPLICATION_39.replace("Leader  ", "Follower"), None, "no Leader row (expected exactly one)"),
+    "status-without-epoch": (None, STATUS_39.replace("LeaderEpoch:            7\n", ""),
+                             "missing label(s) LeaderEpoch"),
+    "captures-disagree": (REPLICATION_39, STATUS_39.replace("LeaderId:               3002", "LeaderId:               3000"),
+                          "--status says leader 3000 but --replication says 3002"),
+}
+
+
+def test_broken_cli_capture_is_rejected_with_rule_cli_capture_parses(spark):
+    rows, expected = [], []
+    for name, (replication, status, reason) in BROKEN_CAPTURES.items():
+        ids = []
+        if replication is not None:
+            rows.append(capture(f"{name}-rep", "replication", replication, cluster=name))
+            ids.append(f"{name}-rep")
+        if status is not None:
+            rows.append(capture(f"{name}-st", "status", status, cluster=name))
+            ids.append(f"{name}-st")
+        expected.append(("silver.quorum_snapshots", ["cli_capture_parses"], reason, "+".join(ids)))
     snapshots, replicas, rejected = run(spark, *rows)
     assert snapshots.collect() == [] and replicas.collect() == []
-    record_id = "+".join(r[0] for r in rows)
     check(rejected, ["target_table", "failed_rules", "reason", "record_id"],
-          "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record_id STRING",
-          [("silver.quorum_snapshots", ["cli_capture_parses"], reason, record_id)])
-    # The quarantined record holds every capture of the snapshot, with its text unchanged.
-    records = json.loads(rejected.first()["record"])
-    assert sorted((r["record_id"], r["payload"]) for r in records) == sorted((r[0], r[5]) for r in rows)
+          "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record_id STRING", expected)
+    # Each quarantined snapshot holds every capture it was built from, text unchanged.
+    held = sorted((r["record_id"], r["payload"]) for q in rejected.collect() for r in json.loads(q["record"]))
+    assert held == sorted((r[0], r[5]) for r in rows)
 
 
 def test_cli_capture_sent_twice_keeps_the_later_ingested_one(spark):

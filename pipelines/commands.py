@@ -1,0 +1,126 @@
+"""The longer-running commands of the CLI: generate, demo, report, serve, bench and maintenance."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pipelines.config import Config, now_ms
+
+Progress = Callable[[str], None]
+
+DEMO_SCENARIOS = ("healthy", "lagging-voter", "broker-failure", "metadata-divergence")
+
+
+def progress_bar(label: str) -> Callable[[int, int], None]:
+    """A progress bar on stderr (one line, redrawn), quiet when stderr is not a terminal except at the end."""
+    state = {"last": -1.0}
+
+    def update(done: int, total: int) -> None:
+        fraction = done / total if total else 1.0
+        if sys.stderr.isatty() and (fraction - state["last"] >= 0.01 or done == total):
+            bar = "#" * int(30 * fraction)
+            sys.stderr.write(f"\r[quorumlake] {label} [{bar:<30}] {100 * fraction:5.1f}%")
+            state["last"] = fraction
+        if done == total:
+            sys.stderr.write(("\n" if sys.stderr.isatty() else "") + f"[quorumlake] {label}: done ({total} steps)\n")
+        sys.stderr.flush()
+
+    return update
+
+
+def generate_landing(out: Path, *, clusters: int, brokers: int, controllers: int, topics: int, partitions: int,
+                     hours: float, interval_s: int, scenarios: tuple[str, ...], seed: int):
+    from pipelines.simulator import FleetSpec, generate
+
+    spec = FleetSpec(clusters=clusters, brokers=brokers, controllers=controllers, topics=topics,
+                     partitions=partitions, hours=hours, interval_s=interval_s, scenarios=scenarios, seed=seed)
+    spec.validate()
+    return generate(out, spec, progress_bar("generating landing files"))
+
+
+def write_report(lakehouse, out: Path) -> Path:
+    from pipelines.report.page import build_report
+    from pipelines.tables import ALL_TABLES
+
+    names = {spec.name: lakehouse.table_name(spec) for spec in ALL_TABLES}
+    for view in ("v_fleet_overview", "v_slo_attainment_daily", "v_partitions_at_min_isr"):
+        names[f"gold.{view}"] = f"{lakehouse.schema_name('gold')}.{view}"
+    html = build_report(lakehouse.spark, names, lakehouse.config.quorum_lag_time_slo_ms, now_ms())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    return out
+
+
+def serve(lakehouse, host: str, port: int, progress: Progress, ready: Callable[[], None] | None = None,
+          stop_after_s: float | None = None) -> None:
+    """Spark's Thrift JDBC/ODBC server on `host:port` over this session's catalog (bronze/silver/gold)."""
+    spark = lakehouse.spark
+    for key, value in (("hive.server2.thrift.port", str(port)), ("hive.server2.thrift.bind.host", host),
+                       ("hive.server2.transport.mode", "binary")):
+        spark.conf.set(key, value)
+        spark.sparkContext._jvm.java.lang.System.setProperty(key, value)
+    server_cls = spark.sparkContext._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
+    server = server_cls.startWithSparkSession(spark._jsparkSession, False)
+    progress(f"serving the lakehouse on jdbc:hive2://{host}:{port}/ (Ctrl-C to stop); "
+             f"try: beeline -u jdbc:hive2://{host}:{port}/ -e 'SELECT * FROM gold.v_fleet_overview'")
+    if ready:
+        ready()
+    started = time.monotonic()
+    try:
+        while stop_after_s is None or time.monotonic() - started < stop_after_s:
+            time.sleep(0.5)
+    finally:
+        server.stop()
+
+
+def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[str, str]]:
+    """OPTIMIZE then VACUUM every registered table (retention `vacuum_hours`, Delta's default is 168)."""
+    from pipelines.tables import ALL_TABLES
+
+    done = []
+    for spec in ALL_TABLES:
+        name = lakehouse.table_name(spec)
+        progress(f"maintenance: OPTIMIZE {name}")
+        lakehouse.spark.sql(f"OPTIMIZE {name}")
+        progress(f"maintenance: VACUUM {name} RETAIN {vacuum_hours} HOURS")
+        lakehouse.spark.sql(f"VACUUM {name} RETAIN {vacuum_hours} HOURS")
+        done.append((name, "optimized, vacuumed"))
+    return done
+
+
+def bench(lakehouse, landing: Path, progress: Progress, fleet: dict) -> dict:
+    """Generate a fleet, run each layer, report wall time and throughput per layer (JSON-able dict)."""
+    from pipelines.run import register_all, run_pipeline
+
+    t0 = time.monotonic()
+    summary = generate_landing(landing, **fleet)
+    generate_s = time.monotonic() - t0
+    register_all(lakehouse)
+    results = {"fleet": fleet, "landing_files": summary.total_files, "landing_records": summary.total_records,
+               "generate_s": round(generate_s, 2), "layers": {}}
+    for layer in ("bronze", "silver", "gold"):
+        started = time.monotonic()
+        tables = run_pipeline(lakehouse, layers=(layer,), progress=progress)
+        seconds = time.monotonic() - started
+        rows = sum(t.rows_added for t in tables)
+        results["layers"][layer] = {"seconds": round(seconds, 2), "rows_written": rows,
+                                    "rows_per_second": round(rows / seconds, 1) if seconds else None}
+    started = time.monotonic()
+    again = run_pipeline(lakehouse, progress=progress)
+    results["rerun_seconds"] = round(time.monotonic() - started, 2)
+    results["rerun_rows_written"] = sum(t.rows_added for t in again)
+    return results
+
+
+def dump(results: dict) -> str:
+    return json.dumps(results, indent=2, default=str)
+
+
+def demo_config(root: Path) -> Config:
+    from pipelines.config import build_config
+
+    return build_config(None, landing=str(root / "landing"), warehouse=str(root / "warehouse"))

@@ -1,0 +1,112 @@
+"""gold.divergence: build_metadata_offset_divergence (gold.metadata_offset_divergence, one row per node scrape,
+KIP-835) on tiny silver.node_metrics rows.
+
+Each node scrape is paired with the active controller's scrape (controller_active_controller_count = 1) nearest in
+time within ±15 s, inclusive, the earlier one on a tie; divergence = that scrape's last committed offset minus the
+node's last applied offset (broker_* metrics, controller_* for a controller-only node); NULL with no close scrape.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from chispa import assert_df_equality
+
+from gold.divergence import build_metadata_offset_divergence
+
+METRICS = ("cluster_id STRING, node_id INT, scraped_at TIMESTAMP, metric STRING, value DOUBLE, node_role STRING")
+DIVERGENCE = (
+    "cluster_id STRING, node_id INT, scraped_at TIMESTAMP, node_role STRING, active_controller_id INT, "
+    "controller_scraped_at TIMESTAMP, node_last_applied_offset BIGINT, controller_last_committed_offset BIGINT, "
+    "divergence_records BIGINT, last_applied_lag_ms BIGINT"
+)
+TOLERANCE_MS = 15_000
+T0 = datetime(2024, 10, 27, 3, 33, 20)
+
+
+def s(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def active_controller(cluster, node, at, committed, applied, lag_ms=0):
+    return [
+        (cluster, node, at, "controller_active_controller_count", 1.0, "controller"),
+        (cluster, node, at, "controller_last_committed_record_offset", float(committed), "controller"),
+        (cluster, node, at, "controller_last_applied_record_offset", float(applied), "controller"),
+        (cluster, node, at, "controller_last_applied_record_lag_ms", float(lag_ms), "controller"),
+    ]
+
+
+def broker(cluster, node, at, applied, lag_ms):
+    return [
+        (cluster, node, at, "broker_last_applied_record_offset", float(applied), "broker"),
+        (cluster, node, at, "broker_last_applied_record_lag_ms", float(lag_ms), "broker"),
+    ]
+
+
+def divergence(spark, rows):
+    return build_metadata_offset_divergence(spark.createDataFrame(rows, METRICS), TOLERANCE_MS)
+
+
+def test_each_scrape_pairs_with_the_nearest_active_controller_scrape_within_the_tolerance(spark):
+    rows = [
+        *active_controller("c", 3000, s(0), committed=1000, applied=1000),
+        *active_controller("c", 3000, s(30), committed=1300, applied=1300),
+        *broker("c", 0, s(10), applied=990, lag_ms=40),  # 10 s from s(0), 20 s from s(30)
+        *broker("c", 0, s(15), applied=995, lag_ms=45),  # 15 s from both: the earlier scrape wins
+        *broker("c", 0, s(-15), applied=980, lag_ms=50),  # exactly 15 s before s(0): inclusive
+        *broker("c", 0, s(-15.001), applied=979, lag_ms=51),  # just outside: the row exists, divergence unknown
+        *broker("c", 0, s(50), applied=1250, lag_ms=60),  # 20 s after the last controller scrape
+        # an active controller of another cluster, scraped at the same moment, never pairs with cluster c
+        *active_controller("d", 3000, s(10), committed=5, applied=5),
+    ]
+    expected = spark.createDataFrame([
+        ("c", 3000, s(0), "controller", 3000, s(0), 1000, 1000, 0, 0),
+        ("c", 3000, s(30), "controller", 3000, s(30), 1300, 1300, 0, 0),
+        ("c", 0, s(10), "broker", 3000, s(0), 990, 1000, 10, 40),
+        ("c", 0, s(15), "broker", 3000, s(0), 995, 1000, 5, 45),
+        ("c", 0, s(-15), "broker", 3000, s(0), 980, 1000, 20, 50),
+        ("c", 0, s(-15.001), "broker", None, None, 979, None, None, 51),
+        ("c", 0, s(50), "broker", None, None, 1250, None, None, 60),
+        ("d", 3000, s(10), "controller", 3000, s(10), 5, 5, 0, 0),
+    ], DIVERGENCE)
+    assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_controllers_and_combined_nodes_use_their_own_metrics(spark):
+    rows = [
+        # the active controller has applied records it has not committed yet: slightly negative
+        *active_controller("c", 3002, s(0), committed=18540, applied=18542, lag_ms=312),
+        # a controller-only standby: controller_last_applied_record_offset / _lag_ms
+        ("c", 3001, s(1), "controller_active_controller_count", 0.0, "controller"),
+        ("c", 3001, s(1), "controller_last_committed_record_offset", 18530.0, "controller"),
+        ("c", 3001, s(1), "controller_last_applied_record_offset", 18530.0, "controller"),
+        ("c", 3001, s(1), "controller_last_applied_record_lag_ms", 900.0, "controller"),
+        # a combined node exposes both families: its broker_* metrics are what brokers read
+        ("c", 1, s(2), "broker_last_applied_record_offset", 18535.0, "combined"),
+        ("c", 1, s(2), "broker_last_applied_record_lag_ms", 40.0, "combined"),
+        ("c", 1, s(2), "controller_last_applied_record_offset", 18500.0, "combined"),
+        ("c", 1, s(2), "controller_last_applied_record_lag_ms", 70.0, "combined"),
+        ("c", 1, s(2), "controller_active_controller_count", 0.0, "combined"),
+    ]
+    expected = spark.createDataFrame([
+        ("c", 3002, s(0), "controller", 3002, s(0), 18542, 18540, -2, 312),
+        ("c", 3001, s(1), "controller", 3002, s(0), 18530, 18540, 10, 900),
+        ("c", 1, s(2), "combined", 3002, s(0), 18535, 18540, 5, 40),
+    ], DIVERGENCE)
+    assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_without_any_active_controller_scrape_every_row_is_kept_with_unknown_divergence(spark):
+    rows = [
+        *broker("c", 0, s(0), applied=100, lag_ms=5),
+        *broker("c", 1, s(0), applied=101, lag_ms=6),
+        ("c", 3000, s(0), "controller_active_controller_count", 0.0, "controller"),
+        ("c", 3000, s(0), "controller_last_applied_record_offset", 102.0, "controller"),
+    ]
+    expected = spark.createDataFrame([
+        ("c", 0, s(0), "broker", None, None, 100, None, None, 5),
+        ("c", 1, s(0), "broker", None, None, 101, None, None, 6),
+        ("c", 3000, s(0), "controller", None, None, 102, None, None, None),
+    ], DIVERGENCE)
+    assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
