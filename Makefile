@@ -8,6 +8,7 @@ demo: install
 	.venv/bin/quorumlake demo
 
 test: install
+	bash scripts/install-browser.sh
 	.venv/bin/python -m pytest
 
 unit: install

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,7 +35,9 @@ def run_pipeline(
     summaries: list[TableSummary] = []
     for layer in LAYER_ORDER:
         if layer in layers and layer in LAYER_RUNNERS:
+            started = time.monotonic()
             summaries += LAYER_RUNNERS[layer](lakehouse, progress)
+            progress(f"{layer}: done in {time.monotonic() - started:.1f}s")
     return summaries
 
 

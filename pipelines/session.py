@@ -70,6 +70,12 @@ def _local_builder(config: Config, app_name: str) -> SparkSession.Builder:
         .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
     )
+    delta_jars = sorted(str(p) for p in (ivy_home() / "jars").glob("io.delta_delta-*.jar"))
+    if delta_jars:
+        # Delta's own jars (not their dependencies, which would shadow Spark's) also go on the driver's system
+        # class path: threads that do not inherit Spark's class loader (the Thrift JDBC server's sessions) must
+        # find Delta's catalog classes too.
+        builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(delta_jars))
     return configure_spark_with_delta_pip(builder)
 
 

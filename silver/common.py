@@ -52,6 +52,9 @@ def row_failures(rows: DataFrame, target_table: str) -> DataFrame:
     """Quarantine rows for table rows that failed data-quality rules (`failed_rules` non-empty)."""
     failed = rows.where(F.size("failed_rules") > 0)
     data_columns = [c for c in rows.columns if c != "failed_rules"]
+    if "record_id" not in rows.columns and "record_ids" in rows.columns:
+        # a snapshot built from several bronze records (CLI --replication + --status) names them all
+        failed = failed.withColumn("record_id", F.array_join("record_ids", "+"))
     return quarantine_rows(
         failed, target_table, F.col("failed_rules"),
         F.concat(F.lit("failed data-quality rules: "), F.array_join("failed_rules", ", ")),

@@ -206,11 +206,12 @@ def test_failed_rows_become_quarantine_rows_naming_every_rule(spark):
     table = SILVER_QUORUM_SNAPSHOTS.name
     spec = by_name(table)
     good = {**BASE[table]}
-    bad = {**BASE[table], "cluster_id": "bad", "collected_at": TOO_LATE, "leader_epoch": -1, "leader_id": 4000}
+    bad = {**BASE[table], "cluster_id": "bad", "collected_at": TOO_LATE, "leader_epoch": -1, "leader_id": 4000,
+           "source": "cli", "api_version": None, "record_ids": ["rep", "st"]}
     rows = spark.createDataFrame([tuple(r[c] for c in spec.column_names) for r in (good, bad)], spec.spark_schema)
     quarantine = row_failures(with_failed_rules(rows, load_suite(table), PARAMS), table).collect()
     assert [(q["target_table"], q["failed_rules"], q["reason"], q["record_id"]) for q in quarantine] == [
         (table, ["leader_epoch_not_negative", "collected_at_not_in_future", "leader_among_voters"],
          "failed data-quality rules: leader_epoch_not_negative, collected_at_not_in_future, leader_among_voters",
-         None)]
+         "rep+st")]  # the bronze records the snapshot came from
     assert '"cluster_id":"bad"' in quarantine[0]["record"] and '"leader_epoch":-1' in quarantine[0]["record"]

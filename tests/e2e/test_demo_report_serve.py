@@ -1,0 +1,143 @@
+"""The user-facing commands end to end: simulated fleet -> pipeline -> scenario signatures in gold, the HTML report
+in a real headless browser, and the JDBC endpoint with a real client (beeline)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipelines import cli
+
+SCENARIOS = ("healthy", "lagging-voter", "broker-failure", "metadata-divergence")
+
+
+@pytest.fixture(scope="module")
+def fleet(spark, tmp_path_factory):
+    """A small simulated fleet (one cluster per scenario, 1 hour at 60 s) through every layer."""
+    root = tmp_path_factory.mktemp("fleet")
+    args = ["--clusters", "4", "--hours", "1", "--interval-s", "60", "--seed", "7"]
+    for s in SCENARIOS:
+        args += ["--scenario", s]
+    assert cli.main(["generate", "--out", str(root / "landing"), *args]) == 0
+    assert cli.main(["run", "--landing", str(root / "landing"), "--warehouse", str(root / "warehouse")]) == 0
+    return root
+
+
+def _cluster(spark, scenario: str) -> str:
+    return spark.sql(f"SELECT cluster_id FROM gold.quorum_status WHERE cluster_id LIKE '%-{scenario}' LIMIT 1").first()[0]
+
+
+def test_same_seed_same_files(tmp_path):
+    for out in ("a", "b"):
+        assert cli.main(["generate", "--out", str(tmp_path / out), "--clusters", "2", "--hours", "0.2",
+                         "--scenario", "broker-failure", "--scenario", "flapping-isr"]) == 0
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    assert files_a == files_b and files_a
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files_a)
+
+
+def test_scenario_signatures_in_gold(spark, fleet):
+    healthy = _cluster(spark, "healthy")
+    lagging = _cluster(spark, "lagging-voter")
+    failing = _cluster(spark, "broker-failure")
+    diverging = _cluster(spark, "metadata-divergence")
+
+    # a healthy cluster meets its SLIs; the lagging voter breaks the replica SLO in the middle of the hour
+    assert spark.sql(f"SELECT min(sli) FROM gold.quorum_health WHERE cluster_id = '{healthy}'").first()[0] == 1.0
+    worst = spark.sql(
+        f"SELECT replica_id, max(max_caught_up_lag_ms) AS lag, min(sli) AS sli FROM gold.replica_lag_sli "
+        f"WHERE cluster_id = '{lagging}' AND is_voter GROUP BY replica_id ORDER BY lag DESC").collect()
+    assert worst[0]["lag"] > 60_000 and worst[0]["sli"] == 0.0
+    assert all(r["lag"] <= 2000 for r in worst[1:])
+
+    # broker failure: AtMinIsr counts during the fault, then an escalated episode, then recovery
+    isr = spark.sql(f"SELECT max(at_min_isr) AS at_min, max(under_min_isr) AS under_min, "
+                    f"max_by(at_min_isr + under_min_isr + offline, collected_at) AS last "
+                    f"FROM gold.isr_health WHERE cluster_id = '{failing}'").first()
+    assert isr["at_min"] > 0 and isr["under_min"] > 0 and isr["last"] == 0
+    episodes = spark.sql(f"SELECT * FROM gold.at_min_isr_episodes WHERE cluster_id = '{failing}'").collect()
+    assert any(e["escalated"] for e in episodes)
+    assert all(e["ended_at"] is not None for e in episodes)
+    assert spark.sql(f"SELECT count(*) FROM gold.at_min_isr_episodes WHERE cluster_id = '{healthy}'").first()[0] == 0
+
+    # metadata divergence: one broker falls far behind the active controller, the others do not
+    div = spark.sql(f"SELECT node_id, max(divergence_records) AS d FROM gold.metadata_offset_divergence "
+                    f"WHERE cluster_id = '{diverging}' AND node_role <> 'controller' GROUP BY node_id "
+                    f"ORDER BY d DESC").collect()
+    assert div[0]["d"] > 1000 and all(r["d"] < 100 for r in div[1:])
+
+    overview = {r["cluster_id"]: r["status"] for r in spark.sql("SELECT * FROM gold.v_fleet_overview").collect()}
+    assert overview[healthy] == "ok"
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_report_renders_in_a_headless_browser(spark, fleet, tmp_path):
+    report = fleet / "report.html"
+    assert cli.main(["report", "--out", str(report), "--warehouse", str(fleet / "warehouse")]) == 0
+    html = report.read_text()
+    assert "<script" not in html and "http" not in html.replace("http://www.w3.org/2000/svg", "")
+    for title in ("voter caught-up lag", "Quorum SLI", "partitions at/under min ISR", "AtMinIsr episodes",
+                  "metadata offset divergence"):
+        assert title in html
+    assert html.count("<svg") >= 8 and html.count(">legend<") >= 8 and "time (UTC)" in html
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("Debian's chromium is not installed (scripts/bootstrap.sh installs it when run as root)")
+    shot = tmp_path / "report.png"
+    result = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0", "--window-size=1600,3200",
+         f"--screenshot={shot}", report.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert shot.is_file() and shot.stat().st_size > 50_000, result.stderr[-2000:]
+    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert console == []
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_jdbc_endpoint_answers_a_bi_query_with_beeline(fleet):
+    import pyspark
+
+    beeline = Path(pyspark.__file__).parent / "bin" / "beeline"
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port), "--warehouse", str(fleet / "warehouse")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert server.poll() is None, server.stdout.read()
+            time.sleep(1)
+        result = subprocess.run(
+            [str(beeline), "-u", f"jdbc:hive2://127.0.0.1:{port}/", "--outputformat=csv2", "-e",
+             "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id"],
+            capture_output=True, text=True, timeout=240, env={**os.environ, "SPARK_HOME": str(beeline.parent.parent)},
+        )
+        lines = [line for line in result.stdout.splitlines() if "," in line]
+        assert lines[0] == "cluster_id,status", result.stdout + result.stderr
+        assert len(lines) == 5 and all(line.split(",")[1] in ("ok", "warn", "critical") for line in lines[1:])
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
