@@ -10,7 +10,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from pyspark.sql import functions as F
 
 from pipelines import cli
 
@@ -62,7 +61,8 @@ def contents(spark, warehouse: Path) -> dict[str, list]:
     for schema, names in (("silver", SILVER), ("bronze", ("quorum_raw", "metrics_raw", "partitions_raw"))):
         for name in names:
             df = table(spark, warehouse, schema, name)
-            out[f"{schema}.{name}"] = sorted(df.collect(), key=lambda r: json.dumps(r.asDict(True), default=str))
+            # as JSON text: NaN values compare equal there, not in Row objects
+            out[f"{schema}.{name}"] = sorted(json.dumps(r.asDict(True), default=str) for r in df.collect())
     return out
 
 
@@ -168,8 +168,8 @@ def test_every_bronze_record_is_in_silver_or_quarantined_and_reruns_change_nothi
     assert silver("node_metrics").where(
         "cluster_id = 'kraft-v2' AND node_id = 3002 AND metric = 'controller_last_committed_record_offset'"
     ).select("value", "node_role").collect() == [(18542.0, "combined")]
-    assert silver("quorum_snapshots").where("cluster_id = 'x-rule'").count() == 0
-    assert silver("replica_states").where("cluster_id = 'x-rule'").count() == 0
+    assert silver("quorum_snapshots").where("cluster_id = 'x-rule'").collect() == []
+    assert silver("replica_states").where("cluster_id = 'x-rule'").collect() == []
 
     # A second run over the same landing zone changes nothing.
     before = contents(spark, warehouse)
@@ -208,4 +208,4 @@ def test_a_late_status_capture_completes_an_earlier_replication_capture(spark, l
     assert replicas() == [(0, False, 0, "observer", 0, 50, 50), (3000, True, 0, "follower", 0, 20, 20),
                           (3001, True, 1, "follower", 12, 2400, 300), (3002, True, 2, "leader", 0, 0, 0)]
     assert table(spark, warehouse, "silver", "quarantine").collect() == []
-    assert table(spark, warehouse, "silver", "quorum_snapshots").select(F.col("cluster_id")).collect() == [("late",)]
+    assert [r["cluster_id"] for r in table(spark, warehouse, "silver", "quorum_snapshots").collect()] == ["late"]
