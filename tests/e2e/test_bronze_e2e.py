@@ -51,7 +51,7 @@ def bronze_counts(spark, warehouse: Path) -> dict[str, int]:
 
 def run(landing: Path, warehouse: Path, capsys) -> dict[str, tuple[int, int]]:
     """Run the CLI; its summary as {table: (rows added, rows quarantined)}."""
-    assert cli.main(["run", "--landing", str(landing), "--warehouse", str(warehouse)]) == 0
+    assert cli.main(["run", "--landing", str(landing), "--warehouse", str(warehouse), "--layers", "bronze"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["table", "rows", "added", "quarantined"]
     return {t: (int(a), int(q)) for t, a, q in (line.split() for line in lines[1:])}
