@@ -51,7 +51,9 @@ def scrape_samples(text: str) -> dict:
     return {"samples": out, "errors": errors}
 
 
-def mbean_sample(mbean: str, attribute: str) -> dict | None:
+def mbean_sample(mbean: str | None, attribute: str | None) -> dict | None:
+    if not mbean or attribute is None:
+        return None
     return canonical_from_mbean(mbean, attribute)
 
 

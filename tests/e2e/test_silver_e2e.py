@@ -29,7 +29,10 @@ EXTRA_QUORUM = [
     {"cluster_id": "x-error", "collected_at_ms": 1730000000600, "api_version": 2,
      "response": {"errorCode": 31, "errorMessage": "Cluster authorization failed.", "topics": [], "nodes": []}},
 ]
-BROKEN_REPLICATION = "NodeId\tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus\t\n3002\t18542\t0\t\n"
+BROKEN_REPLICATION = (
+    "NodeId\tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus\t\n"
+    "3002\t18542\t0\t\n"  # a row with 3 of the 6 cells
+)
 SCRAPE_WITH_A_BAD_LINE = (
     "# TYPE kafka_server_raftmetrics_current_epoch gauge\n"
     "kafka_server_raftmetrics_current_epoch 7.0\n"
@@ -148,8 +151,8 @@ def test_every_bronze_record_is_in_silver_or_quarantined_and_reruns_change_nothi
     assert [(r["is_voter"], r["position"], r["role"], r["log_end_offset"], r["offset_lag"], r["caught_up_lag_ms"],
              r["fetch_age_ms"]) for r in rows] == [(True, 1, "follower", 18530, 12, 2400, 300)]
     snapshots = {r["cluster_id"]: r for r in silver("quorum_snapshots").collect()}
-    assert {c: (r["source"], r["leader_id"], r["leader_epoch"], r["high_watermark"], r["error_code"], len(r["record_ids"]))
-            for c, r in snapshots.items() if c.startswith(("kraft-cli", "x-"))} == {
+    assert {c: (r["source"], r["leader_id"], r["leader_epoch"], r["high_watermark"], r["error_code"],
+                len(r["record_ids"])) for c, r in snapshots.items() if c.startswith(("kraft-cli", "x-"))} == {
         "kraft-cli38": ("cli", 3002, 7, 18542, 0, 2),
         "kraft-cli39": ("cli", 3002, 7, 18542, 0, 2),
         "x-error": ("admin", None, None, None, 31, 1),
@@ -181,7 +184,7 @@ def test_a_late_status_capture_completes_an_earlier_replication_capture(spark, l
     zone = landing()
     cli39 = DATA / "quorum" / "cluster=kraft-cli39"
     (zone / "quorum" / "cluster=late").mkdir(parents=True)
-    shutil.copy(cli39 / "1730000000600.replication.txt", zone / "quorum" / "cluster=late" / "1730000000600.replication.txt")
+    shutil.copy(cli39 / "1730000000600.replication.txt", zone / "quorum" / "cluster=late")
     warehouse = tmp_path / "wh"
 
     def snapshot():

@@ -52,8 +52,9 @@ BASE = {
     },
     SILVER_NODE_METRICS.name: {
         "cluster_id": "c", "node_id": 3002, "scraped_at": AT, "metric": "raft_current_epoch", "topic": None,
-        "partition": None, "value": 7.0, "node_role": "combined", "source_name": "kafka_server_raftmetrics_current_epoch",
-        "state": None, "source": "prometheus", "record_id": "r", "source_file": "f", "ingested_at": NAIVE_RUN_AT,
+        "partition": None, "value": 7.0, "node_role": "combined",
+        "source_name": "kafka_server_raftmetrics_current_epoch", "state": None, "source": "prometheus",
+        "record_id": "r", "source_file": "f", "ingested_at": NAIVE_RUN_AT,
     },
 }
 
@@ -66,7 +67,8 @@ CASES: dict[str, dict[str, dict]] = {
         "cluster_id_not_null": {"pass": [{}], "fail": [{"cluster_id": None}]},
         "collected_at_not_null": {"pass": [{}], "fail": [{"collected_at": None}],
                                   "also": ["collected_at_not_in_future"]},
-        "snapshot_key_unique": {"together": True, "pass": [{}, {"collected_at": AT + timedelta(milliseconds=1)}], "fail": [{}, {}]},
+        "snapshot_key_unique": {"together": True, "pass": [{}, {"collected_at": AT + timedelta(milliseconds=1)}],
+                                "fail": [{}, {}]},
         "source_known": {"pass": [{"source": "cli", "api_version": None}], "fail": [{"source": "jmx"}]},
         "leader_epoch_not_negative": {"pass": [{"leader_epoch": 0}, {"leader_epoch": None}],
                                       "fail": [{"leader_epoch": -1}]},
@@ -107,7 +109,8 @@ CASES: dict[str, dict[str, dict]] = {
                                   "also": ["collected_at_not_in_future"]},
         "topic_not_null": {"pass": [{}], "fail": [{"topic": None}]},
         "partition_not_negative": {"pass": [{"partition": 0}], "fail": [{"partition": -1}]},
-        "partition_key_unique": {"together": True, "pass": [{}, {"partition": 1}, {"topic": "payments"}], "fail": [{}, {}]},
+        "partition_key_unique": {"together": True, "pass": [{}, {"partition": 1}, {"topic": "payments"}],
+                                 "fail": [{}, {}]},
         "min_isr_at_least_one": {"pass": [{"min_isr": 1}], "fail": [{"min_isr": 0}]},
         "min_isr_not_null": {"pass": [{}], "fail": [{"min_isr": None}]},
         "has_replicas": {"pass": [{"replicas": [1], "isr": [1]}],

@@ -103,10 +103,10 @@ def test_strimzi_scrape_maps_every_series_and_the_node_is_combined(spark):
          "kafka_server_replicamanager_underminisrpartitioncount", None),
         ("replica_manager_at_min_isr_partition_count", None, None, 1.0, role,
          "kafka_server_replicamanager_atminisrpartitioncount", None),
-        ("partition_at_min_isr", "orders", 1, 1.0, role, 'kafka_cluster_partition_atminisr{partition="1",topic="orders"}',
-         None),
-        ("partition_at_min_isr", "orders", 0, 0.0, role, 'kafka_cluster_partition_atminisr{partition="0",topic="orders"}',
-         None),
+        ("partition_at_min_isr", "orders", 1, 1.0, role,
+         'kafka_cluster_partition_atminisr{partition="1",topic="orders"}', None),
+        ("partition_at_min_isr", "orders", 0, 0.0, role,
+         'kafka_cluster_partition_atminisr{partition="0",topic="orders"}', None),
         ("partition_under_replicated", "orders", 1, 1.0, role,
          'kafka_cluster_partition_underreplicated{partition="1",topic="orders"}', None),
     ])
@@ -163,7 +163,8 @@ def test_jolokia_reads_and_node_roles_per_scrape(spark):
 
 
 def test_node_role_is_decided_per_scrape_from_the_metrics_it_exposes(spark):
-    controller = "kafka_controller_kafkacontroller_activecontrollercount 0.0\nkafka_server_raftmetrics_current_epoch 7\n"
+    controller = ("kafka_controller_kafkacontroller_activecontrollercount 0.0\n"
+                  "kafka_server_raftmetrics_current_epoch 7\n")
     broker = "kafka_server_replicamanager_atminisrpartitioncount 0\nkafka_server_raftmetrics_current_epoch 7\n"
     partition_only = 'kafka_cluster_partition_underminisr{topic="t",partition="0"} 0\n'
     raft_only = "kafka_server_raftmetrics_current_epoch 7\n"

@@ -335,7 +335,8 @@ def test_unreadable_bronze_records_are_left_to_the_record_readable_quarantine(sp
 
 def test_duplicates_of_a_key_keep_the_later_ingested_record_and_only_its_replica_rows(spark):
     earlier = admin("r-old", response(1, scenario_voters(1), scenario_observers(1), hw=18000), 1, ingested_at=RUN_2)
-    later_voters = [replica(1, 3002, 18600, LEADER_NOW, LEADER_NOW), replica(1, 3000, 18590, 1730000000490, 1730000000400)]
+    later_voters = [replica(1, 3002, 18600, LEADER_NOW, LEADER_NOW),
+                    replica(1, 3000, 18590, 1730000000490, 1730000000400)]
     later = admin("r-new", response(1, later_voters, [], hw=18600), 1, ingested_at=datetime(2024, 10, 28, 3))
     other = admin("r-other", response(0, scenario_voters(0), []), 0, cluster="c2", ingested_at=RUN_1)
     snapshots, replicas, _ = run(spark, earlier, later, other)
@@ -490,7 +491,8 @@ BROKEN_CAPTURES = {
     "no-leader-row": (REPLICATION_39.replace("Leader  ", "Follower"), None, "no Leader row (expected exactly one)"),
     "status-without-epoch": (None, STATUS_39.replace("LeaderEpoch:            7\n", ""),
                              "missing label(s) LeaderEpoch"),
-    "captures-disagree": (REPLICATION_39, STATUS_39.replace("LeaderId:               3002", "LeaderId:               3000"),
+    "captures-disagree": (REPLICATION_39, STATUS_39.replace("LeaderId:               3002",
+                                                            "LeaderId:               3000"),
                           "--status says leader 3000 but --replication says 3002"),
 }
 
