@@ -75,7 +75,9 @@ def build_quorum_status(snapshots: DataFrame, replicas: DataFrame, seed: DataFra
         F.coalesce("max_follower_lag", "cli_max_follower_lag").alias("max_follower_lag"),
         F.coalesce("max_follower_lag_time_ms", "cli_max_follower_lag_time_ms").alias("max_follower_lag_time_ms"),
         F.col("voter_count").alias("voters"),
-        F.coalesce("voters_within_slo", F.lit(0)).alias("voters_within_slo"),
+        # without replica rows (--status alone) the voters' lags are unknown: NULL, not 0 voters within the SLO;
+        # an error response has no voters, so its 0 (of 0) is known
+        F.coalesce("voters_within_slo", F.when(F.col("voter_count") == 0, F.lit(0))).alias("voters_within_slo"),
         F.col("observer_count").alias("observers"),
         F.lit(False).alias("_is_seed"),
         F.lit(None).cast("timestamp").alias("_seed_increase_at"),
