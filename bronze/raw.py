@@ -136,7 +136,17 @@ def _path_segment(key: str) -> Column:
 # --- text -> records ------------------------------------------------------------------------------------------------
 
 def _split_into_records(files: DataFrame) -> DataFrame:
-    """One row per record: a line of a readable JSON Lines file, else the whole file."""
+    """One row per record: a line of a readable JSON Lines file, else the whole file.
+
+    Everything that needs the whole file (hashes, the file-level error) is computed once per file, before the
+    file is split: a record row must not carry (or re-hash) its file's full content."""
+    files = files.select(
+        "*",
+        F.when(F.col("file_size") == 0, F.concat(F.lit("empty:"), F.col("source_file")))
+        .otherwise(F.sha2(F.coalesce(F.col("data"), F.col("content")), 256)).alias("content_hash"),
+        F.sha2(F.col("content"), 256).alias("file_sha256"),
+        _file_error().alias("file_error"),
+    )
     readable = F.col("data").isNotNull() & F.col("is_utf8") & (F.length("text") > 0)
     lines = F.split(F.col("text"), "\n", -1)
     lines = F.when(F.col("text").endswith("\n"), F.slice(lines, 1, F.size(lines) - 1)).otherwise(lines)
@@ -154,7 +164,7 @@ def _split_into_records(files: DataFrame) -> DataFrame:
         F.when(undecodable, F.expr("make_valid_utf8(cast(coalesce(data, content) AS STRING))"))
         .otherwise(payload).alias("payload"),
         F.when(undecodable, F.base64(F.col("content"))).alias("payload_base64"),
-    ).drop("_record")
+    ).drop("_record", "content", "data", "text")
 
 
 # --- records -> envelope fields and parse errors --------------------------------------------------------------------
@@ -269,14 +279,19 @@ def _has_line(pattern: str) -> Column:
     return F.col("payload").rlike(f"(?m){pattern}")
 
 
-def _parse_error() -> Column:
-    fmt = F.col("format")
-    file_level = (
+def _file_error() -> Column:
+    """Why a whole file cannot be read (needs the file-level columns data, is_utf8, text)."""
+    return (
         F.when(F.col("decode_error").isNotNull(), F.col("decode_error"))
         .when(F.col("data").isNotNull() & ~F.col("is_utf8"), F.lit("not UTF-8 text (binary data?); bytes kept in payload_base64"))
         .when(F.col("file_size") == 0, F.lit("empty file"))
         .when(F.length("text") == 0, F.lit("empty file after decompression"))
     )
+
+
+def _parse_error() -> Column:
+    fmt = F.col("format")
+    file_level = F.col("file_error")
     unknown = F.concat(
         F.lit("unrecognized file name in "), F.col("source"),
         F.lit("/: expected one of "),
@@ -327,16 +342,13 @@ def _parse_error() -> Column:
 
 
 def _keyed(records: DataFrame) -> DataFrame:
-    content_hash = F.when(F.col("file_size") == 0, F.concat(F.lit("empty:"), F.col("source_file"))).otherwise(
-        F.sha2(F.coalesce(F.col("data"), F.col("content")), 256)
-    )
     key = F.concat_ws(
         "\u0001",
         F.col("format"),
         F.coalesce(F.col("path_cluster_id"), F.lit("")),
         F.coalesce(F.col("path_node"), F.lit("")),
         F.coalesce(F.col("path_collected_at_ms").cast("string"), F.lit("")),
-        content_hash,
+        F.col("content_hash"),
         F.coalesce(F.col("line_number").cast("string"), F.lit("")),
     )
-    return records.withColumn("file_sha256", F.sha2(F.col("content"), 256)).withColumn("record_id", F.sha2(key, 256))
+    return records.withColumn("record_id", F.sha2(key, 256))
