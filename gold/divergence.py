@@ -72,5 +72,5 @@ def build_metadata_offset_divergence(metrics: DataFrame, tolerance_ms: int) -> D
         applied.cast("bigint").alias("node_last_applied_offset"),
         committed.cast("bigint").alias("controller_last_committed_offset"),
         (committed - applied).cast("bigint").alias("divergence_records"),
-        lag.cast("bigint").alias("last_applied_lag_ms"),
+        F.round(lag).cast("bigint").alias("last_applied_lag_ms"),
     ).select(*DIVERGENCE_COLUMNS)

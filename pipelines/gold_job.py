@@ -128,8 +128,9 @@ def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
 def _with_voters_within(status: DataFrame, replicas: DataFrame, slo_ms: int) -> DataFrame:
     within = replicas.where(F.col("is_voter")).groupBy("cluster_id", "collected_at").agg(
         F.count_if(F.col("caught_up_lag_ms") <= slo_ms).cast("int").alias("_within"))
+    # snapshots without replica rows keep what build_quorum_status decided (unknown, or 0 for an error response)
     return status.join(within, ["cluster_id", "collected_at"], "left").withColumn(
-        "voters_within_slo", F.coalesce("_within", F.lit(0))).drop("_within")
+        "voters_within_slo", F.coalesce("_within", "voters_within_slo")).drop("_within")
 
 
 def _from_time(column: str):

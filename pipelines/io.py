@@ -118,8 +118,11 @@ class Lakehouse:
         key = list(spec.key)
         target = self.read(spec)
         data = [c for c in spec.column_names if c not in key]
-        source = rows.select(*spec.column_names).withColumn("_delete", F.lit(False))
-        new_keys = source.select(*key)
+        wanted = rows.select(*spec.column_names)
+        new_keys = wanted.select(*key)
+        # Rows the table already holds exactly are left out, so their files are not rewritten.
+        changed_rows = wanted.join(target, _null_safe(wanted, target, spec.column_names), "left_anti")
+        source = changed_rows.withColumn("_delete", F.lit(False))
         in_scope = target.join(scope, match(target, scope), "left_semi")
         stale = (
             in_scope.join(new_keys, _null_safe(in_scope, new_keys, key), "left_anti")
@@ -127,9 +130,18 @@ class Lakehouse:
             .withColumn("_delete", F.lit(True))
         )
         changed = " OR ".join(f"NOT (t.`{c}` <=> s.`{c}`)" for c in data) or "false"
+        merge_source = source.unionByName(stale).persist()
+        try:
+            if merge_source.count() == 0:  # a full pass: the MERGE then reads the cached rows
+                return
+            self._merge_replace(spec, merge_source, key, data, changed)
+        finally:
+            merge_source.unpersist()
+
+    def _merge_replace(self, spec: TableSpec, source: DataFrame, key: list[str], data: list[str], changed: str) -> None:
         (
             DeltaTable.forName(self.spark, self.table_name(spec)).alias("t")
-            .merge(source.unionByName(stale).alias("s"), " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key))
+            .merge(source.alias("s"), " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key))
             .whenMatchedDelete(condition="s._delete")
             .whenMatchedUpdate(condition=changed, set={c: f"s.`{c}`" for c in data})
             .whenNotMatchedInsert(condition="NOT s._delete", values={c: f"s.`{c}`" for c in spec.column_names})
