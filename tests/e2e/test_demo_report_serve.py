@@ -143,3 +143,23 @@ def test_jdbc_endpoint_answers_a_bi_query_with_beeline(fleet):
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def test_dashboard_queries_run_on_the_demo_warehouse(spark, fleet):
+    import json
+
+    dashboard = json.loads((Path(__file__).parents[2] / "resources" / "dashboards" / "quorumlake.lvdash.json").read_text())
+    assert cli.main(["sql", "SELECT 1", "--warehouse", str(fleet / "warehouse")]) == 0  # registers tables and views
+    for dataset in dashboard["datasets"]:
+        query = "".join(dataset.get("queryLines") or [dataset.get("query", "")])
+        rows = spark.sql(query).collect()
+        assert rows, f"dashboard dataset {dataset['name']} returned no rows on the demo fleet"
+
+
+def test_maintenance_optimizes_and_vacuums_every_table(spark, fleet, capsys):
+    assert cli.main(["maintenance", "--warehouse", str(fleet / "warehouse")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "gold.quorum_health: optimized, vacuumed" in out and len(out) == 16
+    ops = {r["operation"] for r in spark.sql(
+        f"DESCRIBE HISTORY delta.`{fleet / 'warehouse' / 'gold' / 'quorum_health'}`").collect()}
+    assert "OPTIMIZE" in ops or "VACUUM END" in ops
