@@ -57,7 +57,10 @@ class Lakehouse:
             partitioning = f" PARTITIONED BY ({', '.join(spec.partitioned_by)})" if spec.partitioned_by else ""
             location = "" if self.config.catalog else f" LOCATION '{self.table_path(spec)}'"
             comment = spec.comment.replace("'", "\\'")
+            marker = f"quorumlake.registered.{self.table_name(spec)}"
             if not self.config.catalog:
+                if self.spark.conf.get(marker, None) == self.table_path(spec):
+                    continue  # registered at this location earlier in this session
                 # Local names live in this process's in-memory catalog: (re)point them at this warehouse.
                 # Dropping an external table leaves its Delta folder untouched.
                 self.spark.sql(f"DROP TABLE IF EXISTS {self.table_name(spec)}")
@@ -68,6 +71,8 @@ class Lakehouse:
                 f"CREATE TABLE IF NOT EXISTS {self.table_name(spec)} ({spec.ddl}) USING DELTA"
                 f"{partitioning}{location} COMMENT '{comment}'{props}"
             )
+            if not self.config.catalog:
+                self.spark.conf.set(marker, self.table_path(spec))
 
     def read(self, spec: TableSpec) -> DataFrame:
         return self.spark.table(self.table_name(spec))

@@ -128,7 +128,8 @@ def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: 
         for q in quarantine[1:]:
             all_rejects = all_rejects.unionByName(q)
         all_rejects = all_rejects.withColumn("quarantined_at", F.lit(config.run_at).cast("timestamp")).persist()
-        lakehouse.insert_new(SILVER_QUARANTINE, all_rejects)
+        if not all_rejects.isEmpty():
+            lakehouse.insert_new(SILVER_QUARANTINE, all_rejects)
         for row in all_rejects.groupBy("target_table").count().collect():
             stats.add(row["target_table"], quarantined=row["count"])
         all_rejects.unpersist()
@@ -160,5 +161,5 @@ def _record_validations(lakehouse: Lakehouse, spec: TableSpec, batch: str, outco
          o.element_count, o.unexpected_count, batch_rows, o.error)
         for o in outcomes
     ]
-    df = spark.createDataFrame(rows, SILVER_DQ_VALIDATIONS.spark_schema)
-    lakehouse.insert_new(SILVER_DQ_VALIDATIONS, df)
+    # a log: appended (a batch replayed after a crash is validated, and logged, again)
+    lakehouse.append(SILVER_DQ_VALIDATIONS, spark.createDataFrame(rows, SILVER_DQ_VALIDATIONS.spark_schema))
