@@ -407,9 +407,12 @@ def _json_default(value: Any) -> Any:
 
 
 def _spark(config: Config):
+    from pyspark.sql import SparkSession
+
     from pipelines.session import get_spark, quiet
 
-    _progress("starting Spark (the first run on a machine downloads Delta's jars from Maven Central)")
+    if SparkSession.getActiveSession() is None:
+        _progress("starting Spark (the first run on a machine downloads Delta's jars from Maven Central)")
     spark = _with_jvm_stderr_to_log(config, lambda: get_spark(config))
     quiet(spark)
     return spark
