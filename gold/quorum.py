@@ -9,8 +9,6 @@ both are known, else -1.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -174,7 +172,3 @@ def seed_before(status: DataFrame, starts: DataFrame) -> DataFrame:
         "_nk", F.row_number().over(latest_known))
     picked = ranked.where((F.col("_n") == 1) | ((F.col("_nk") == 1) & F.col("high_watermark").isNotNull()))
     return picked.drop("_n", "_nk", "from_at")
-
-
-def epoch_ms(ts: datetime) -> int:
-    return int(ts.timestamp() * 1000)

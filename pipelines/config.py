@@ -57,7 +57,7 @@ class Config:
 
     @property
     def checkpoints(self) -> str:
-        return self.checkpoint_root or _join(self.warehouse, "_checkpoints")
+        return self.checkpoint_root or join_path(self.warehouse, "_checkpoints")
 
     def with_overrides(self, **overrides: Any) -> Config:
         """A copy with the given non-None settings replaced, validated."""
@@ -121,5 +121,6 @@ def build_config(config_file: str | None = None, **overrides: Any) -> Config:
     return base.with_overrides(**from_file).with_overrides(**overrides)
 
 
-def _join(root: str, *parts: str) -> str:
+def join_path(root: str, *parts: str) -> str:
+    """Paths as Spark and Databricks spell them (also for URIs and /Volumes), so not os.path."""
     return "/".join([root.rstrip("/"), *parts])

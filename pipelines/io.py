@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bronze.raw import BINARY_FILE_SCHEMA
-from pipelines.config import Config
+from pipelines.config import Config, join_path
 from pipelines.tables import SCHEMAS, TableSpec
 
 
@@ -38,10 +38,10 @@ class Lakehouse:
         return f"{self.config.catalog}.{name}" if self.config.catalog else name
 
     def table_path(self, spec: TableSpec) -> str:
-        return _join(_absolute(self.config.warehouse), spec.schema, spec.table)
+        return join_path(_absolute(self.config.warehouse), spec.schema, spec.table)
 
     def checkpoint(self, *parts: str) -> str:
-        return _join(_absolute(self.config.checkpoints), *parts)
+        return join_path(_absolute(self.config.checkpoints), *parts)
 
     # --- registration -------------------------------------------------------------------------------------------
 
@@ -51,7 +51,7 @@ class Lakehouse:
             if self.config.catalog:
                 self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_name(schema)}")
             else:
-                location = _join(_absolute(self.config.warehouse), schema)
+                location = join_path(_absolute(self.config.warehouse), schema)
                 self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_name(schema)} LOCATION '{location}'")
         for spec in specs:
             partitioning = f" PARTITIONED BY ({', '.join(spec.partitioned_by)})" if spec.partitioned_by else ""
@@ -159,7 +159,7 @@ class Lakehouse:
     # --- landing --------------------------------------------------------------------------------------------------
 
     def landing_path(self, source: str) -> str:
-        return _join(self.config.landing, source)
+        return join_path(self.config.landing, source)
 
     def stream_landing_files(self, source: str, on_batch: Callable[[DataFrame], None]) -> None:
         """Hand every landing file of `source` not seen by an earlier run to `on_batch`, in bounded batches.
@@ -239,10 +239,6 @@ def _absolute(path: str) -> str:
     if "://" in path or path.startswith(("dbfs:", "/Volumes/")):
         return path.rstrip("/")
     return str(Path(path).absolute())
-
-
-def _join(root: str, *parts: str) -> str:
-    return "/".join([root.rstrip("/"), *parts])
 
 
 def _spark_file_uri(p: Path) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import DataFrame
 
@@ -58,7 +59,7 @@ def ingest_bronze(lakehouse: Lakehouse, progress: Progress) -> list[TableSummary
         def merge(files: DataFrame, source: str = source, spec=spec) -> None:
             lakehouse.insert_new(spec, build_raw_records(files, source, config.run_at))
 
-        if _exists(lakehouse.landing_path(source)) or config.ingest_mode == "autoloader":
+        if Path(lakehouse.landing_path(source)).is_dir() or config.ingest_mode == "autoloader":
             lakehouse.stream_landing_files(source, merge)
             merge(lakehouse.empty_landing_files(source))
             added, errors = lakehouse.count_ingested(spec, config.run_at)
@@ -66,12 +67,6 @@ def ingest_bronze(lakehouse: Lakehouse, progress: Progress) -> list[TableSummary
         else:
             summaries.append(TableSummary(spec.name, 0, 0, f"no {source}/ folder in the landing zone"))
     return summaries
-
-
-def _exists(path: str) -> bool:
-    from pathlib import Path
-
-    return Path(path).is_dir()
 
 
 def build_silver(lakehouse: Lakehouse, progress: Progress) -> list[TableSummary]:
