@@ -85,7 +85,11 @@ _gunzip_udf = F.udf(
 
 
 def _decompressed(files: DataFrame) -> DataFrame:
-    """`data` holds the file's bytes after gzip; `decode_error` says why it could not be decompressed."""
+    """`data` holds the file's bytes after gzip; `decode_error` says why it could not be decompressed.
+
+    A reader that already read and decompressed the files (`pipelines.landing`) passes `data` and `read_error`."""
+    if "data" in files.columns:
+        return files.withColumn("decode_error", F.col("read_error").cast("string")).drop("read_error")
     is_gz = F.lower(F.col("path")).endswith(".gz")
     gz = (
         files.where(is_gz)
@@ -143,6 +147,8 @@ def _split_into_records(files: DataFrame) -> DataFrame:
     files = files.select(
         "*",
         F.when(F.col("file_size") == 0, F.concat(F.lit("empty:"), F.col("source_file")))
+        .when(F.col("content").isNull(), F.concat(F.lit("unread:"), F.col("source_file"), F.lit(":"),
+                                                  F.col("file_modified_at").cast("string")))
         .otherwise(F.sha2(F.coalesce(F.col("data"), F.col("content")), 256)).alias("content_hash"),
         F.sha2(F.col("content"), 256).alias("file_sha256"),
         _file_error().alias("file_error"),

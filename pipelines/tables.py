@@ -59,17 +59,46 @@ _RAW_COLUMNS = (
     ("parse_error", "STRING", "Why the record could not be read; NULL when it was readable"),
 )
 
+# Silver reads the rows each bronze table gained since its last run through Delta's change data feed.
+_CDF = (("delta.enableChangeDataFeed", "true"),)
 BRONZE_QUORUM_RAW = TableSpec(
     "bronze", "quorum_raw", _RAW_COLUMNS, ("record_id",),
     "Raw DescribeQuorum responses (JSON Lines) and kafka-metadata-quorum captures; one row per landing record",
+    properties=_CDF,
 )
 BRONZE_METRICS_RAW = TableSpec(
     "bronze", "metrics_raw", _RAW_COLUMNS, ("record_id",),
     "Raw Prometheus scrapes (one row per file) and JMX JSON samples (one row per line); one row per landing record",
+    properties=_CDF,
 )
 BRONZE_PARTITIONS_RAW = TableSpec(
     "bronze", "partitions_raw", _RAW_COLUMNS, ("record_id",),
     "Raw partition-state JSON Lines and kafka-topics --describe captures; one row per landing record",
+    properties=_CDF,
+)
+# Run bookkeeping: which landing files were ingested, and how far each layer has read the tables it builds from.
+BRONZE_INGEST_RUNS = TableSpec(
+    "bronze", "ingest_runs",
+    (
+        ("source", "STRING", "Landing source folder: quorum, metrics or partitions"),
+        ("path", "STRING", "Landing file, as file:/... (or the platform's URI)"),
+        ("file_size", "BIGINT", "Size in bytes when it was ingested"),
+        ("file_modified_at", "TIMESTAMP", "Modification time when it was ingested"),
+        ("run_at", "TIMESTAMP", "Start time of the run that ingested it"),
+    ),
+    ("path", "file_size", "file_modified_at"),
+    "One row per landing file version ingested (path, size, modification time): a file that changes is read again",
+)
+PIPELINE_RUNS = TableSpec(
+    "bronze", "pipeline_runs",
+    (
+        ("run_at", "TIMESTAMP", "Start time of the run"),
+        ("consumer", "STRING", "The layer step that read the table (silver, gold)"),
+        ("source_table", "STRING", "The table it read"),
+        ("source_version", "BIGINT", "Delta version of source_table processed up to and including; -1 = none"),
+    ),
+    ("run_at", "consumer", "source_table"),
+    "How far each layer has processed each table it reads: one row per consumer, source table and run",
 )
 
 # landing source folder -> bronze table
@@ -80,8 +109,6 @@ BRONZE_SOURCES: dict[str, TableSpec] = {
 }
 
 _TS = "TIMESTAMP"
-# Gold reads silver's changes through Delta's change data feed.
-_CDF = (("delta.enableChangeDataFeed", "true"),)
 SILVER_QUORUM_SNAPSHOTS = TableSpec(
     "silver", "quorum_snapshots",
     (
@@ -332,7 +359,7 @@ GOLD_TABLES: tuple[TableSpec, ...] = (
 )
 
 ALL_TABLES: tuple[TableSpec, ...] = (
-    BRONZE_QUORUM_RAW, BRONZE_METRICS_RAW, BRONZE_PARTITIONS_RAW,
+    BRONZE_QUORUM_RAW, BRONZE_METRICS_RAW, BRONZE_PARTITIONS_RAW, BRONZE_INGEST_RUNS, PIPELINE_RUNS,
     SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS,
     SILVER_QUARANTINE, SILVER_DQ_VALIDATIONS, *GOLD_TABLES,
 )

@@ -1,0 +1,169 @@
+"""The landing zone as files: list what is there, and read the bytes of the files not ingested yet.
+
+Bronze no longer hands file discovery to a streaming file source: Spark's file source drops files older than its
+`maxFileAge` relative to the newest file it has seen, skips zero-byte files, and fails a whole batch when one file
+vanishes or cannot be read. Here every file is listed with its size and modification time; a file is new when that
+triple has not been ingested yet (so a file completed or replaced after a first read is read again), and every
+problem with one file (a dangling symlink, a symlink out of the landing root, a file too large to read, a file that
+vanished or became unreadable between listing and reading, a corrupt or oversized gzip) becomes that file's read
+error, which bronze keeps as the record's `parse_error`.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+# Hidden and in-progress files (collectors write `.name` or `_name`, then rename).
+IGNORED_PREFIXES = (".", "_")
+
+
+@dataclass(frozen=True)
+class LandingFile:
+    source: str
+    path: str  # as Spark spells file paths: file:/abs/path
+    size: int
+    modified_at: datetime
+    problem: str | None = None  # why the file will not be read (the listing already knows)
+
+
+@dataclass(frozen=True)
+class FileContent:
+    file: LandingFile
+    content: bytes | None  # the bytes as stored
+    data: bytes | None  # after gzip, when it is a .gz file; else the same bytes
+    error: str | None  # why content or data is missing
+
+
+def is_local(root: str) -> bool:
+    """Whether the landing root is a folder this process can walk (a local path, or a Databricks volume's FUSE
+    mount); other URIs (s3://, abfss://, dbfs:/) are listed by Auto Loader or Spark's file source instead."""
+    return "://" not in root and not root.startswith("dbfs:")
+
+
+def file_uri(path: str) -> str:
+    absolute = os.path.abspath(path)
+    return ("dbfs:" if absolute.startswith("/Volumes/") else "file:") + absolute
+
+
+def local_path(uri: str) -> str:
+    return uri.split(":", 1)[1] if uri.startswith(("file:", "dbfs:")) else uri
+
+
+def list_landing(root: str, sources: Iterable[str]) -> list[LandingFile]:
+    """Every file under `<root>/<source>/` for each source, hidden ones excepted, in a stable order."""
+    root_real = os.path.realpath(root)
+    found: list[LandingFile] = []
+    for source in sources:
+        base = os.path.join(root, source)
+        if not os.path.isdir(base):
+            continue
+        for directory, dirs, files in os.walk(base, followlinks=False):
+            dirs.sort()
+            for d in list(dirs):
+                full = os.path.join(directory, d)
+                if d.startswith(IGNORED_PREFIXES):
+                    dirs.remove(d)
+                elif os.path.islink(full):
+                    dirs.remove(d)
+                    found.append(_problem(source, full, "symlinked folder not followed (move the files into the "
+                                                        "landing zone instead)"))
+            for name in sorted(files):
+                if name.startswith(IGNORED_PREFIXES):
+                    continue
+                found.append(_entry(source, os.path.join(directory, name), root_real))
+    return found
+
+
+def _entry(source: str, full: str, root_real: str) -> LandingFile:
+    try:
+        if os.path.islink(full):
+            target = os.path.realpath(full)
+            if not os.path.exists(target):
+                return _problem(source, full, "dangling symlink")
+            if os.path.commonpath([root_real, target]) != root_real:
+                return _problem(source, full, "symlink points outside the landing root; not followed")
+        stat = os.stat(full)
+    except OSError as exc:
+        return _problem(source, full, f"cannot stat file ({exc.strerror or exc})")
+    return LandingFile(source, file_uri(full), stat.st_size, _mtime(stat.st_mtime))
+
+
+def _problem(source: str, full: str, problem: str) -> LandingFile:
+    try:
+        stat = os.lstat(full)
+        size, mtime = stat.st_size, _mtime(stat.st_mtime)
+    except OSError:
+        size, mtime = 0, datetime.fromtimestamp(0, timezone.utc)
+    return LandingFile(source, file_uri(full), size, mtime, problem)
+
+
+def _mtime(seconds: float) -> datetime:
+    # millisecond precision, like Delta timestamps and Spark's file sources (so identities compare exactly)
+    ms = int(seconds * 1000)
+    return datetime.fromtimestamp(ms // 1000, timezone.utc).replace(microsecond=(ms % 1000) * 1000)
+
+
+def chunks(files: list[LandingFile], max_bytes: int) -> Iterator[list[LandingFile]]:
+    """Consecutive groups of files of at most `max_bytes` in all (a larger file is a group of its own)."""
+    group: list[LandingFile] = []
+    size = 0
+    for f in files:
+        weight = 0 if f.problem else f.size
+        if group and size + weight > max_bytes:
+            yield group
+            group, size = [], 0
+        group.append(f)
+        size += weight
+    if group:
+        yield group
+
+
+def read_file(f: LandingFile, max_file_bytes: int, max_decompressed_bytes: int) -> FileContent:
+    """The file's bytes (and decompressed bytes), or why they could not be read; never raises."""
+    if f.problem:
+        return FileContent(f, None, None, f.problem)
+    if f.size > max_file_bytes:
+        return FileContent(f, None, None, f"file too large to ingest ({f.size} bytes; the limit is "
+                                          f"{max_file_bytes}, setting max_file_bytes)")
+    try:
+        with open(local_path(f.path), "rb") as handle:
+            content = handle.read(max_file_bytes + 1)
+    except FileNotFoundError:
+        return FileContent(f, None, None, "file disappeared between listing and reading")
+    except OSError as exc:
+        return FileContent(f, None, None, f"cannot read file ({exc.strerror or exc})")
+    if len(content) > max_file_bytes:
+        return FileContent(f, None, None, f"file grew beyond the limit of {max_file_bytes} bytes while being read")
+    if not f.path.lower().endswith(".gz"):
+        return FileContent(f, content, content, None)
+    data, error = gunzip_bounded(content, max_decompressed_bytes)
+    return FileContent(f, content, data, error)
+
+
+def gunzip_bounded(content: bytes, limit: int) -> tuple[bytes | None, str | None]:
+    """Decompress gzip (all members) without ever holding more than `limit` bytes of output."""
+    out = bytearray()
+    data = content
+    try:
+        while data:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out += d.decompress(data, limit - len(out) + 1)
+            if len(out) > limit or d.unconsumed_tail:
+                return None, f"decompressed size exceeds the limit of {limit} bytes (gzip bomb?)"
+            if not d.eof:
+                return None, "not a valid gzip file (truncated)"
+            data = d.unused_data
+    except zlib.error as exc:
+        return None, f"not a valid gzip file ({exc})"
+    if not content:
+        return None, "not a valid gzip file (empty)"
+    return bytes(out), None
+
+
+__all__ = ["FileContent", "LandingFile", "chunks", "file_uri", "gunzip_bounded", "is_local", "list_landing",
+           "local_path", "read_file"]
