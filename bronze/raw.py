@@ -88,8 +88,9 @@ def _decompressed(files: DataFrame) -> DataFrame:
     """`data` holds the file's bytes after gzip; `decode_error` says why it could not be decompressed.
 
     A reader that already read and decompressed the files (`pipelines.landing`) passes `data` and `read_error`."""
-    if "data" in files.columns:
-        return files.withColumn("decode_error", F.col("read_error").cast("string")).drop("read_error")
+    if "data" in files.columns:  # `data` is given for .gz files only; a plain file's data is its content
+        data = F.when(F.lower(F.col("path")).endswith(".gz"), F.col("data")).otherwise(F.col("content"))
+        return files.withColumn("data", data).withColumn("decode_error", F.col("read_error")).drop("read_error")
     is_gz = F.lower(F.col("path")).endswith(".gz")
     gz = (
         files.where(is_gz)

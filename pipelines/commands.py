@@ -92,34 +92,6 @@ def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[
     return done
 
 
-def bench(lakehouse, landing: Path, progress: Progress, fleet: dict) -> dict:
-    """Generate a fleet, run each layer, report wall time and throughput per layer (JSON-able dict)."""
-    from pipelines.run import register_all, run_pipeline
-
-    t0 = time.monotonic()
-    summary = generate_landing(landing, **fleet)
-    generate_s = time.monotonic() - t0
-    register_all(lakehouse)
-    results = {"fleet": fleet, "landing_files": summary.total_files, "landing_records": summary.total_records,
-               "generate_s": round(generate_s, 2), "layers": {}}
-    for layer in ("bronze", "silver", "gold"):
-        started = time.monotonic()
-        tables = run_pipeline(lakehouse, layers=(layer,), progress=progress)
-        seconds = time.monotonic() - started
-        rows = sum(t.rows_added for t in tables)
-        results["layers"][layer] = {"seconds": round(seconds, 2), "rows_written": rows,
-                                    "rows_per_second": round(rows / seconds, 1) if seconds else None}
-    started = time.monotonic()
-    again = run_pipeline(lakehouse, progress=progress)
-    results["rerun_seconds"] = round(time.monotonic() - started, 2)
-    results["rerun_rows_written"] = sum(t.rows_added for t in again)
-    return results
-
-
-def dump(results: dict) -> str:
-    return json.dumps(results, indent=2, default=str)
-
-
 def demo_config(root: Path) -> Config:
     from pipelines.config import build_config
 

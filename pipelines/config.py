@@ -36,6 +36,12 @@ class Config:
     # `files`: Spark's open-source file source; `autoloader`: Databricks' cloudFiles. Same code path otherwise.
     ingest_mode: str = "files"
     max_files_per_trigger: int = 1000
+    # Bronze reads new landing files in chunks of at most this many bytes (one insert per bronze table per chunk).
+    bronze_chunk_bytes: int = 64 * 1024 * 1024
+    # A landing file larger than this, or a .gz that decompresses to more, is not read: its record gets a
+    # parse_error saying so (a whole file becomes one Spark value, which must fit in memory).
+    max_file_bytes: int = 256 * 1024 * 1024
+    max_decompressed_bytes: int = 256 * 1024 * 1024
     spark_master: str = "local[*]"
     shuffle_partitions: int = 2
     # Data-quality and SLO settings (contract defaults).
@@ -73,7 +79,8 @@ class Config:
     def validate(self) -> None:
         if self.ingest_mode not in ("files", "autoloader"):
             raise ConfigError(f"ingest_mode must be 'files' or 'autoloader', not {self.ingest_mode!r}")
-        for name in ("max_files_per_trigger", "shuffle_partitions", "window_minutes"):
+        for name in ("max_files_per_trigger", "shuffle_partitions", "window_minutes", "bronze_chunk_bytes",
+                     "max_file_bytes", "max_decompressed_bytes"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be at least 1")
         for name in ("replica_caught_up_slo_ms", "quorum_lag_time_slo_ms", "high_watermark_stall_ms",

@@ -26,7 +26,7 @@ from gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_heal
 from gold.quorum import build_quorum_health, build_quorum_status, seed_before, window_start
 from gold.replicas import build_replica_lag_sli
 from gold.views import view_statements
-from pipelines.io import Lakehouse
+from pipelines.io import Bounds, Lakehouse
 from pipelines.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_ISR_HEALTH,
@@ -39,32 +39,65 @@ from pipelines.tables import (
     SILVER_PARTITION_STATES,
     SILVER_QUORUM_SNAPSHOTS,
     SILVER_REPLICA_STATES,
+    GOLD_TABLES,
     by_name,
 )
 
 Progress = Callable[[str], None]
 
 
+CONSUMER = "gold"
+SOURCES = (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS)
+
+
 def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
-    """Run every gold flow; returns rows written (inserted or changed) per gold table."""
-    versions_before = {spec.name: _version(lakehouse, spec) for spec in _GOLD}
-    flows = [
-        (SILVER_QUORUM_SNAPSHOTS, "gold_quorum", lambda b: _quorum(lakehouse, _keys(b, "cluster_id", "collected_at"))),
-        (SILVER_REPLICA_STATES, "gold_replicas", lambda b: _replicas(lakehouse, b)),
-        (SILVER_PARTITION_STATES, "gold_isr", lambda b: _isr(lakehouse, b)),
-        (SILVER_NODE_METRICS, "gold_divergence", lambda b: _divergence(lakehouse, b)),
-    ]
-    for spec, consumer, handle in flows:
-        progress(f"gold: changes of {spec.name}")
-        started = time.monotonic()
-        lakehouse.stream_table(spec, consumer, lambda batch, _id, handle=handle: _guarded(batch, handle),
-                               change_feed=True)
-        progress(f"gold: {spec.name} changes handled in {time.monotonic() - started:.1f}s")
-    return {spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name]) for spec in _GOLD}
+    """Recompute what the silver changes since gold last ran affect; returns rows written per gold table."""
+    done = lakehouse.progress(CONSUMER)
+    reached = dict(done)
+    changed: dict[str, DataFrame] = {}
+    for spec in SOURCES:
+        after, upto = done.get(spec.name, -1), lakehouse.version(spec)
+        if upto != after:
+            batch = lakehouse.changes(spec, after, upto).where(F.col("_change_type") != "update_preimage").persist()
+            if batch.isEmpty():
+                batch.unpersist()
+            else:
+                changed[spec.name] = batch
+        reached[spec.name] = upto
+    written = {spec.name: 0 for spec in GOLD_TABLES}
+    if changed:
+        versions_before = {spec.name: lakehouse.version(spec) for spec in GOLD_TABLES}
+        snapshots, replicas = changed.get(SILVER_QUORUM_SNAPSHOTS.name), changed.get(SILVER_REPLICA_STATES.name)
+        steps = []
+        if snapshots is not None or replicas is not None:
+            keys = [b.select("cluster_id", "collected_at") for b in (snapshots, replicas) if b is not None]
+            steps.append(("quorum status and health", lambda: _quorum(lakehouse, _union(keys).distinct())))
+        if replicas is not None:
+            steps.append(("replica lag SLI", lambda: _replicas(lakehouse, replicas)))
+        if SILVER_PARTITION_STATES.name in changed:
+            steps.append(("ISR health and AtMinIsr episodes",
+                          lambda: _isr(lakehouse, changed[SILVER_PARTITION_STATES.name])))
+        if SILVER_NODE_METRICS.name in changed:
+            steps.append(("metadata offset divergence",
+                          lambda: _divergence(lakehouse, changed[SILVER_NODE_METRICS.name])))
+        for what, step in steps:
+            started = time.monotonic()
+            step()
+            progress(f"gold: {what} in {time.monotonic() - started:.1f}s")
+        written = {spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name])
+                   for spec in GOLD_TABLES}
+    for batch in changed.values():
+        batch.unpersist()
+    if reached != done:
+        lakehouse.save_progress(CONSUMER, reached)
+    return written
 
 
-_GOLD = (GOLD_QUORUM_STATUS, GOLD_QUORUM_HEALTH, GOLD_REPLICA_LAG_SLI, GOLD_ISR_HEALTH, GOLD_ISR_HEALTH_BY_TOPIC,
-         GOLD_AT_MIN_ISR_EPISODES, GOLD_METADATA_OFFSET_DIVERGENCE)
+def _union(frames: list[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
 
 
 def create_views(lakehouse: Lakehouse) -> None:
@@ -84,15 +117,6 @@ def create_views(lakehouse: Lakehouse) -> None:
         lakehouse.spark.sql(statement)
 
 
-def _guarded(batch: DataFrame, handle: Callable[[DataFrame], None]) -> None:
-    batch = batch.where(F.col("_change_type") != "update_preimage").persist()
-    try:
-        if not batch.isEmpty():
-            handle(batch)
-    finally:
-        batch.unpersist()
-
-
 def _keys(batch: DataFrame, *cols: str) -> DataFrame:
     return batch.select(*cols).distinct()
 
@@ -103,11 +127,17 @@ def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
     """Recompute gold.quorum_status from each affected cluster's earliest changed snapshot on, then its windows."""
     config = lakehouse.config
     starts = snapshot_keys.groupBy("cluster_id").agg(F.min("collected_at").alias("from_at")).persist()
-    snapshots = lakehouse.read(SILVER_QUORUM_SNAPSHOTS).join(starts, "cluster_id").where(
-        F.col("collected_at") >= F.col("from_at")).drop("from_at")
-    replicas = lakehouse.read(SILVER_REPLICA_STATES).join(starts, "cluster_id").where(
-        F.col("collected_at") >= F.col("from_at")).drop("from_at")
-    seed = seed_before(lakehouse.read(GOLD_QUORUM_STATUS), starts)
+    # every row in scope is at or after its cluster's from_at: the bounds let Delta skip older files
+    since = Bounds.of(starts, "from_at")
+    if since is None:
+        starts.unpersist()
+        return
+    since = since.since("collected_at")
+    snapshots = lakehouse.read(SILVER_QUORUM_SNAPSHOTS).where(since.sql()).join(
+        starts, "cluster_id").where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
+    replicas = lakehouse.read(SILVER_REPLICA_STATES).where(since.sql()).join(
+        starts, "cluster_id").where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
+    seed = _seed(lakehouse, starts, since)
     status = build_quorum_status(
         snapshots, replicas, seed, slo_ms=config.quorum_lag_time_slo_ms, window_minutes=config.window_minutes,
         stall_ms=config.high_watermark_stall_ms,
@@ -115,14 +145,38 @@ def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
     # voters_within_slo uses the replica SLO; the quorum snapshot SLO is on MaxFollowerLagTimeMs
     if config.replica_caught_up_slo_ms != config.quorum_lag_time_slo_ms:
         status = _with_voters_within(status, replicas, config.replica_caught_up_slo_ms)
-    lakehouse.replace_scope(GOLD_QUORUM_STATUS, status, starts, _from_time("collected_at"))
+    lakehouse.replace_scope(GOLD_QUORUM_STATUS, status, starts, _from_time("collected_at"), since)
 
     window_starts = starts.select("cluster_id", window_start(F.col("from_at"), config.window_minutes).alias("from_at"))
-    in_windows = lakehouse.read(GOLD_QUORUM_STATUS).join(window_starts, "cluster_id").where(
+    window_us = config.window_minutes * 60_000_000
+    window_bounds = Bounds("window_start", since.lo_us - since.lo_us % window_us, None, since.clusters)
+    in_windows = lakehouse.read(GOLD_QUORUM_STATUS).where(window_bounds.sql()).join(window_starts, "cluster_id").where(
         F.col("window_start") >= F.col("from_at")).drop("from_at")
     health = build_quorum_health(in_windows, config.window_minutes)
-    lakehouse.replace_scope(GOLD_QUORUM_HEALTH, health, window_starts, _from_time("window_start"))
+    lakehouse.replace_scope(GOLD_QUORUM_HEALTH, health, window_starts, _from_time("window_start"), window_bounds)
     starts.unpersist()
+
+
+# How far back the previous gold row of a cluster is looked for first; clusters without one there are looked up
+# over the whole table (only they pay for it).
+SEED_LOOKBACK_US = 6 * 3600 * 1_000_000
+
+
+def _seed(lakehouse: Lakehouse, starts: DataFrame, since: Bounds) -> DataFrame:
+    """The gold.quorum_status rows that the look-back rules (leader changes, stalls) need before each start."""
+    status = lakehouse.read(GOLD_QUORUM_STATUS)
+    recent = seed_before(status.where(Bounds("collected_at", since.lo_us - SEED_LOOKBACK_US, None,
+                                             since.clusters).sql()), starts).persist()
+    complete = {r["cluster_id"] for r in recent.groupBy("cluster_id").agg(
+        F.count_if(F.col("high_watermark").isNotNull()).alias("known")).where("known > 0").collect()}
+    missing = [c for c in (since.clusters or ()) if c not in complete]
+    if since.clusters is None or missing:
+        rest = starts if since.clusters is None else starts.where(F.col("cluster_id").isin(missing))
+        older = seed_before(status, rest)
+        if since.clusters is not None:
+            recent = recent.where(~F.col("cluster_id").isin(missing))
+        return recent.unionByName(older)
+    return recent
 
 
 def _with_voters_within(status: DataFrame, replicas: DataFrame, slo_ms: int) -> DataFrame:
@@ -141,7 +195,6 @@ def _from_time(column: str):
 
 def _replicas(lakehouse: Lakehouse, batch: DataFrame) -> None:
     config = lakehouse.config
-    _quorum(lakehouse, _keys(batch, "cluster_id", "collected_at"))
     windows = batch.select("cluster_id", window_start(F.col("collected_at"), config.window_minutes)
                            .alias("window_start")).distinct().persist()
     bounds = windows.agg(F.min("window_start").alias("lo"), F.max("window_start").alias("hi")).first()
@@ -154,7 +207,7 @@ def _replicas(lakehouse: Lakehouse, batch: DataFrame) -> None:
         .drop("window_start")
     )
     sli = build_replica_lag_sli(rows, slo_ms=config.replica_caught_up_slo_ms, window_minutes=config.window_minutes)
-    lakehouse.replace_groups(GOLD_REPLICA_LAG_SLI, sli, windows)
+    lakehouse.replace_groups(GOLD_REPLICA_LAG_SLI, sli, windows, Bounds.of(windows, "window_start"))
     windows.unpersist()
 
 
@@ -167,8 +220,10 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
     states = lakehouse.read(SILVER_PARTITION_STATES)
     in_snapshots = states.where(F.col("collected_at").between(F.lit(bounds["lo"]), F.lit(bounds["hi"]))).join(
         snapshots, ["cluster_id", "collected_at"], "left_semi")
-    lakehouse.replace_groups(GOLD_ISR_HEALTH, build_isr_health(in_snapshots), snapshots)
-    lakehouse.replace_groups(GOLD_ISR_HEALTH_BY_TOPIC, build_isr_health_by_topic(in_snapshots), snapshots)
+    snapshot_bounds = Bounds.of(snapshots, "collected_at")
+    lakehouse.replace_groups(GOLD_ISR_HEALTH, build_isr_health(in_snapshots), snapshots, snapshot_bounds)
+    lakehouse.replace_groups(GOLD_ISR_HEALTH_BY_TOPIC, build_isr_health_by_topic(in_snapshots), snapshots,
+                             snapshot_bounds)
     snapshots.unpersist()
 
     # Episodes: each affected partition from the start of the episode its earliest change falls in (else from
@@ -184,9 +239,9 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
     )
     starts = changed.join(covering, key, "left").select(
         *key, F.least("changed_at", F.coalesce("episode_start", "changed_at")).alias("from_at")).persist()
-    lo = starts.agg(F.min("from_at")).first()[0]
+    since = Bounds.of(starts, "from_at").since("collected_at")
     history = (
-        states.where(F.col("collected_at") >= F.lit(lo)).join(starts, key)
+        states.where(since.sql()).join(starts, key)
         .where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
     )
     flap = timedelta(minutes=config.flap_window_minutes)
@@ -202,7 +257,8 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
         return ((target["cluster_id"] == scope["cluster_id"]) & (target["topic"] == scope["topic"])
                 & (target["partition"] == scope["partition"]) & (target["started_at"] >= scope["from_at"]))
 
-    lakehouse.replace_scope(GOLD_AT_MIN_ISR_EPISODES, built, starts, match)
+    lakehouse.replace_scope(GOLD_AT_MIN_ISR_EPISODES, built, starts, match,
+                            since.since("started_at"))
     starts.unpersist()
 
 
@@ -229,25 +285,15 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
     def match(target: DataFrame, scope: DataFrame):
         return (target["cluster_id"] == scope["cluster_id"]) & target["scraped_at"].between(scope["lo"], scope["hi"])
 
-    lakehouse.replace_scope(GOLD_METADATA_OFFSET_DIVERGENCE, rows, ranges, match)
+    lakehouse.replace_scope(GOLD_METADATA_OFFSET_DIVERGENCE, rows, ranges, match,
+                            Bounds.of(ranges, "hi", lo_column="lo").on("scraped_at"))
     ranges.unpersist()
 
 
 # --- bookkeeping -----------------------------------------------------------------------------------------------------
 
-def _version(lakehouse: Lakehouse, spec) -> int:
-    from delta.tables import DeltaTable
-
-    return DeltaTable.forName(lakehouse.spark, lakehouse.table_name(spec)).history(1).first()["version"]
-
-
 def _rows_written_since(lakehouse: Lakehouse, spec, version: int) -> int:
-    from delta.tables import DeltaTable
-
-    history = DeltaTable.forName(lakehouse.spark, lakehouse.table_name(spec)).history().where(
-        F.col("version") > version).select("operationMetrics").collect()
     total = 0
-    for row in history:
-        metrics = row["operationMetrics"] or {}
+    for metrics in lakehouse.last_commit_metrics(spec, version):
         total += int(metrics.get("numTargetRowsInserted", 0)) + int(metrics.get("numTargetRowsUpdated", 0))
     return total

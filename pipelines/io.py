@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from pyspark.sql import functions as F
 
 from bronze.raw import BINARY_FILE_SCHEMA
 from pipelines.config import Config, join_path
-from pipelines.tables import SCHEMAS, TableSpec
+from pipelines.tables import PIPELINE_RUNS, SCHEMAS, TableSpec
 
 
 class Lakehouse:
@@ -27,6 +28,7 @@ class Lakehouse:
     def __init__(self, spark: SparkSession, config: Config):
         self.spark = spark
         self.config = config
+        self._progress_rows: dict[str, dict[str, tuple[int, str | None]]] | None = None
 
     # --- names and places ---------------------------------------------------------------------------------------
 
@@ -43,10 +45,38 @@ class Lakehouse:
     def checkpoint(self, *parts: str) -> str:
         return join_path(_absolute(self.config.checkpoints), *parts)
 
-    # --- registration -------------------------------------------------------------------------------------------
+    def ref(self, spec: TableSpec) -> str:
+        """How SQL names the table in this lakehouse: its catalog name, or locally `delta.`<path>`` (no catalog
+        lookup, no registration needed)."""
+        return self.table_name(spec) if self.config.catalog else f"delta.`{self.table_path(spec)}`"
+
+    # --- creation and registration ------------------------------------------------------------------------------
 
     def ensure_tables(self, specs: tuple[TableSpec, ...]) -> None:
-        """Create (or just register) every schema and table; safe to call at every start."""
+        """Create the tables that do not exist yet; cheap when they all do (locally a look at each `_delta_log`)."""
+        if self.config.catalog:
+            self.register_names(specs)
+            return
+        missing = [spec for spec in specs if not self._exists(spec)]
+        migrating = PIPELINE_RUNS in missing and len(missing) < len(specs)
+        for spec in missing:
+            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.ref(spec)} ({spec.ddl}) USING DELTA"
+                           f"{_partitioning(spec)} COMMENT '{_sql_str(spec.comment)}'{_properties(spec)}")
+        if migrating:
+            # A warehouse built before run bookkeeping existed: turn on what the tables now declare (e.g. the change
+            # data feed that silver reads bronze by).
+            for spec in specs:
+                if spec.properties and spec not in missing:
+                    self.spark.sql(f"ALTER TABLE {self.ref(spec)} SET{_properties(spec)}")
+
+    def _exists(self, spec: TableSpec) -> bool:
+        path = self.table_path(spec)
+        if "://" not in path:
+            return os.path.isdir(os.path.join(path, "_delta_log"))
+        return DeltaTable.isDeltaTable(self.spark, path)
+
+    def register_names(self, specs: tuple[TableSpec, ...]) -> None:
+        """Create (or just register) every schema and table by name, so SQL users find `gold.quorum_status`."""
         for schema in SCHEMAS:
             if self.config.catalog:
                 self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_name(schema)}")
@@ -54,9 +84,7 @@ class Lakehouse:
                 location = join_path(_absolute(self.config.warehouse), schema)
                 self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_name(schema)} LOCATION '{location}'")
         for spec in specs:
-            partitioning = f" PARTITIONED BY ({', '.join(spec.partitioned_by)})" if spec.partitioned_by else ""
             location = "" if self.config.catalog else f" LOCATION '{self.table_path(spec)}'"
-            comment = spec.comment.replace("'", "\\'")
             marker = f"quorumlake.registered.{self.table_name(spec)}"
             if not self.config.catalog:
                 if self.spark.conf.get(marker, None) == self.table_path(spec):
@@ -64,64 +92,108 @@ class Lakehouse:
                 # Local names live in this process's in-memory catalog: (re)point them at this warehouse.
                 # Dropping an external table leaves its Delta folder untouched.
                 self.spark.sql(f"DROP TABLE IF EXISTS {self.table_name(spec)}")
-            props = ""
-            if spec.properties:
-                props = " TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in spec.properties) + ")"
             self.spark.sql(
                 f"CREATE TABLE IF NOT EXISTS {self.table_name(spec)} ({spec.ddl}) USING DELTA"
-                f"{partitioning}{location} COMMENT '{comment}'{props}"
+                f"{_partitioning(spec)}{location} COMMENT '{_sql_str(spec.comment)}'{_properties(spec)}"
             )
             if not self.config.catalog:
                 self.spark.conf.set(marker, self.table_path(spec))
 
-    def read(self, spec: TableSpec) -> DataFrame:
-        return self.spark.table(self.table_name(spec))
+    # --- reads --------------------------------------------------------------------------------------------------
 
-    def stream_table(self, spec: TableSpec, consumer: str, on_batch: Callable[[DataFrame, int], None],
-                     change_feed: bool = False) -> None:
-        """Hand the rows a table gained since `consumer` last ran to `on_batch` (availableNow, one checkpoint per
-        consumer). With `change_feed`, the rows are Delta change-data-feed rows (`_change_type`, ...)."""
-        reader = self.spark.readStream.format("delta")
-        if change_feed:
-            reader = reader.option("readChangeFeed", "true")
-        query = (
-            reader.table(self.table_name(spec))
-            .writeStream.queryName(f"{consumer}_from_{spec.schema}_{spec.table}")
-            .foreachBatch(on_batch)
-            .option("checkpointLocation", self.checkpoint(consumer, f"{spec.schema}.{spec.table}"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
+    def read(self, spec: TableSpec) -> DataFrame:
+        if self.config.catalog:
+            return self.spark.table(self.table_name(spec))
+        return self.spark.read.format("delta").load(self.table_path(spec))
+
+    def version(self, spec: TableSpec) -> int:
+        """The table's current Delta version (read from its log on the driver)."""
+        return int(self.spark.sql(f"DESCRIBE HISTORY {self.ref(spec)} LIMIT 1").first()["version"])
+
+    def last_commit_metrics(self, spec: TableSpec, after_version: int) -> list[dict[str, str]]:
+        """`operationMetrics` of every commit after `after_version`."""
+        rows = self.spark.sql(f"DESCRIBE HISTORY {self.ref(spec)}").where(F.col("version") > after_version)
+        return [dict(r["operationMetrics"] or {}) for r in rows.select("operationMetrics").collect()]
+
+    def changes(self, spec: TableSpec, after_version: int, upto_version: int) -> DataFrame:
+        """The rows the table gained or changed in versions (after_version, upto_version], as change-data-feed rows
+        (`_change_type`); from the start (after_version < 0), the whole table as of upto_version, as inserts."""
+        reader = self.spark.read.format("delta")
+        if after_version < 0:
+            reader = reader.option("versionAsOf", upto_version)
+        else:
+            reader = (reader.option("readChangeFeed", "true").option("startingVersion", after_version + 1)
+                      .option("endingVersion", upto_version))
+        df = reader.table(self.table_name(spec)) if self.config.catalog else reader.load(self.table_path(spec))
+        if after_version < 0:
+            df = df.withColumn("_change_type", F.lit("insert")).withColumn("_commit_version", F.lit(upto_version))
+        return df
+
+    # --- progress -----------------------------------------------------------------------------------------------
+
+    def progress(self, consumer: str) -> dict[str, int]:
+        """How far `consumer` has processed each source table (Delta version; absent = nothing yet)."""
+        return {table: version for table, (version, _) in self._progress().get(consumer, {}).items()}
+
+    def fingerprint(self, consumer: str, source: str) -> str | None:
+        return self._progress().get(consumer, {}).get(source, (None, None))[1]
+
+    def _progress(self) -> dict[str, dict[str, tuple[int, str | None]]]:
+        # read once per Lakehouse (one small job), then kept up to date by save_progress
+        if self._progress_rows is None:
+            self._progress_rows = {}
+            for r in self.read(PIPELINE_RUNS).collect():
+                self._progress_rows.setdefault(r["consumer"], {})[r["source_table"]] = (
+                    int(r["source_version"]), r["fingerprint"])
+        return self._progress_rows
+
+    def save_progress(self, consumer: str, versions: dict[str, int], fingerprints: dict[str, str] | None = None) -> None:
+        """Record how far `consumer` got, replacing its earlier record in one commit (the table's history is the
+        log of runs). Written after the consumer's outputs, so a crash before it only makes the next run redo
+        work whose writes are idempotent."""
+        fingerprints = fingerprints or {}
+        rows = [(self.config.run_at, consumer, table, version, fingerprints.get(table))
+                for table, version in sorted(versions.items())]
+        writer = (self.spark.createDataFrame(rows, PIPELINE_RUNS.spark_schema).write.format("delta")
+                  .mode("overwrite").option("replaceWhere", f"consumer = '{consumer}'"))
+        self._save(PIPELINE_RUNS, writer)
+        self._progress()[consumer] = {t: (v, fingerprints.get(t)) for t, v in versions.items()}
 
     # --- writes -------------------------------------------------------------------------------------------------
 
-    def insert_new(self, spec: TableSpec, rows: DataFrame) -> None:
-        """Insert the rows whose key the table does not hold yet; rows already there are left as they are."""
+    def insert_new(self, spec: TableSpec, rows: DataFrame, bounds: Bounds | None = None) -> None:
+        """Insert the rows whose key the table does not hold yet; rows already there are left as they are.
+
+        `bounds` limits which of the table's files are read to find existing keys (the rows' time range and
+        clusters), so the cost follows the new rows, not the table's history."""
         key = list(spec.key)
         condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key)
+        if bounds is not None:
+            condition += f" AND ({bounds.sql('t')})"
         source = rows.select(*spec.column_names).dropDuplicates(key)
         (
-            DeltaTable.forName(self.spark, self.table_name(spec)).alias("t")
+            self._delta(spec).alias("t")
             .merge(source.alias("s"), condition)
             .whenNotMatchedInsertAll()
             .execute()
         )
 
-    def replace_groups(self, spec: TableSpec, rows: DataFrame, groups: DataFrame) -> None:
+    def replace_groups(self, spec: TableSpec, rows: DataFrame, groups: DataFrame, bounds: Bounds | None = None) -> None:
         """Make the table hold exactly `rows` for every group in `groups` (a DataFrame of group-key columns)."""
         cols = groups.columns
-        self.replace_scope(spec, rows, groups.select(*cols).distinct(), lambda t, g: _null_safe(t, g, cols))
+        self.replace_scope(spec, rows, groups.select(*cols).distinct(), lambda t, g: _null_safe(t, g, cols), bounds)
 
     def replace_scope(self, spec: TableSpec, rows: DataFrame, scope: DataFrame,
-                      match: Callable[[DataFrame, DataFrame], object]) -> None:
+                      match: Callable[[DataFrame, DataFrame], object], bounds: Bounds | None = None) -> None:
         """Make the table hold exactly `rows` within `scope`, in one atomic MERGE.
 
         A target row is in scope when `match(target, scope)` holds for some scope row. Changed rows are updated,
         new ones inserted, rows in scope that `rows` no longer has are deleted; unchanged rows are not touched, so a
-        re-run writes nothing new."""
+        re-run writes nothing new. `bounds` (a predicate every in-scope row satisfies) limits the files read."""
         key = list(spec.key)
         target = self.read(spec)
+        if bounds is not None:
+            target = target.where(bounds.sql())
         data = [c for c in spec.column_names if c not in key]
         wanted = rows.select(*spec.column_names)
         new_keys = wanted.select(*key)
@@ -137,16 +209,20 @@ class Lakehouse:
         changed = " OR ".join(f"NOT (t.`{c}` <=> s.`{c}`)" for c in data) or "false"
         merge_source = source.unionByName(stale).persist()
         try:
-            if merge_source.count() == 0:  # a full pass: the MERGE then reads the cached rows
+            if merge_source.isEmpty():  # nothing differs: no commit at all
                 return
-            self._merge_replace(spec, merge_source, key, data, changed)
+            self._merge_replace(spec, merge_source, key, data, changed, bounds)
         finally:
             merge_source.unpersist()
 
-    def _merge_replace(self, spec: TableSpec, source: DataFrame, key: list[str], data: list[str], changed: str) -> None:
+    def _merge_replace(self, spec: TableSpec, source: DataFrame, key: list[str], data: list[str], changed: str,
+                       bounds: Bounds | None) -> None:
+        condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)
+        if bounds is not None:
+            condition += f" AND ({bounds.sql('t')})"
         (
-            DeltaTable.forName(self.spark, self.table_name(spec)).alias("t")
-            .merge(source.alias("s"), " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key))
+            self._delta(spec).alias("t")
+            .merge(source.alias("s"), condition)
             .whenMatchedDelete(condition="s._delete")
             .whenMatchedUpdate(condition=changed, set={c: f"s.`{c}`" for c in data})
             .whenNotMatchedInsert(condition="NOT s._delete", values={c: f"s.`{c}`" for c in spec.column_names})
@@ -154,7 +230,18 @@ class Lakehouse:
         )
 
     def append(self, spec: TableSpec, rows: DataFrame) -> None:
-        rows.select(*spec.column_names).write.format("delta").mode("append").saveAsTable(self.table_name(spec))
+        self._save(spec, rows.select(*spec.column_names).write.format("delta").mode("append"))
+
+    def _save(self, spec: TableSpec, writer) -> None:
+        if self.config.catalog:
+            writer.saveAsTable(self.table_name(spec))
+        else:
+            writer.save(self.table_path(spec))
+
+    def _delta(self, spec: TableSpec) -> DeltaTable:
+        if self.config.catalog:
+            return DeltaTable.forName(self.spark, self.table_name(spec))
+        return DeltaTable.forPath(self.spark, self.table_path(spec))
 
     # --- landing --------------------------------------------------------------------------------------------------
 
@@ -193,30 +280,9 @@ class Lakehouse:
         )
         query.awaitTermination()
 
-    def empty_landing_files(self, source: str) -> DataFrame:
-        """The zero-byte files of `source`, shaped like binaryFile rows.
-
-        Spark's file sources skip zero-byte files, so they never reach a stream; this listing catches them, and
-        the MERGE key (which uses the path for empty files) keeps a re-run from adding them twice.
-        """
-        root = Path(self.landing_path(source))
-        rows = []
-        if root.is_dir():
-            for directory, dirs, files in os.walk(root):
-                dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
-                for name in files:
-                    if name.startswith((".", "_")):
-                        continue
-                    p = Path(directory) / name
-                    stat = p.stat()
-                    if stat.st_size == 0:
-                        rows.append((_spark_file_uri(p), datetime.fromtimestamp(stat.st_mtime), 0, bytearray()))
-        return self.spark.createDataFrame(rows, BINARY_FILE_SCHEMA)
-
-    # --- reporting -------------------------------------------------------------------------------------------------
-
     def count_ingested(self, spec: TableSpec, run_at: datetime) -> tuple[int, int]:
-        """Rows this run added to a bronze table, and how many of them carry a parse error."""
+        """Rows this run added to a bronze table, and how many of them carry a parse error (files of earlier runs
+        are skipped by their `ingested_at` statistics)."""
         row = (
             self.read(spec)
             .where(F.col("ingested_at") == F.lit(run_at))
@@ -224,6 +290,79 @@ class Lakehouse:
             .first()
         )
         return int(row["rows"]), int(row["errors"])
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A predicate that all rows of interest satisfy: a time column within [lo, hi] (epoch microseconds, either
+    open) and, optionally, cluster_id in a set. Written into reads and MERGE conditions so Delta skips the files
+    outside it by their min/max statistics."""
+
+    column: str
+    lo_us: int | None = None
+    hi_us: int | None = None
+    clusters: tuple[str, ...] | None = None
+    or_null: bool = False  # also rows whose time column is NULL
+
+    def sql(self, alias: str = "") -> str:
+        col = f"{alias}.`{self.column}`" if alias else f"`{self.column}`"
+        terms = []
+        if self.lo_us is not None:
+            terms.append(f"{col} >= timestamp_micros({self.lo_us})")
+        if self.hi_us is not None:
+            terms.append(f"{col} <= timestamp_micros({self.hi_us})")
+        if self.clusters is not None:
+            cid = f"{alias}.`cluster_id`" if alias else "`cluster_id`"
+            terms.append(f"{cid} IN ({', '.join(_sql_literal(c) for c in self.clusters)})" if self.clusters
+                         else "false")
+        clause = " AND ".join(terms) or "true"
+        return f"(({clause}) OR {col} IS NULL)" if self.or_null else clause
+
+    @staticmethod
+    def of(df: DataFrame, column: str, *, by_cluster: bool = True, lo_column: str | None = None,
+           or_null: bool = False, max_clusters: int = 1000) -> Bounds | None:
+        """The bounds of `df`'s rows (one small aggregation); None when df is empty."""
+        lo_col = lo_column or column
+        aggs = [F.unix_micros(F.min(lo_col)).alias("lo"), F.unix_micros(F.max(column)).alias("hi"),
+                F.count(F.lit(1)).alias("n")]
+        if by_cluster:
+            aggs.append(F.slice(F.collect_set("cluster_id"), 1, max_clusters + 1).alias("clusters"))
+        row = df.agg(*aggs).first()
+        if not row["n"]:
+            return None
+        clusters = None
+        if by_cluster and len(row["clusters"]) <= max_clusters:
+            clusters = tuple(sorted(row["clusters"]))
+        return Bounds(column, row["lo"], row["hi"], clusters, or_null)
+
+    def widened(self, before_us: int = 0, after_us: int = 0) -> Bounds:
+        return Bounds(self.column, None if self.lo_us is None else self.lo_us - before_us,
+                      None if self.hi_us is None else self.hi_us + after_us, self.clusters, self.or_null)
+
+    def since(self, column: str) -> Bounds:
+        """From the lower bound on, on another column, without an upper bound."""
+        return Bounds(column, self.lo_us, None, self.clusters, self.or_null)
+
+    def on(self, column: str) -> Bounds:
+        return Bounds(column, self.lo_us, self.hi_us, self.clusters, self.or_null)
+
+
+def _partitioning(spec: TableSpec) -> str:
+    return f" PARTITIONED BY ({', '.join(spec.partitioned_by)})" if spec.partitioned_by else ""
+
+
+def _properties(spec: TableSpec) -> str:
+    if not spec.properties:
+        return ""
+    return " TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in spec.properties) + ")"
+
+
+def _sql_str(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _sql_literal(value: str) -> str:
+    return "'" + _sql_str(str(value)) + "'"
 
 
 def _null_safe(left: DataFrame, right: DataFrame, cols: list[str]):
@@ -240,10 +379,3 @@ def _absolute(path: str) -> str:
         return path.rstrip("/")
     return str(Path(path).absolute())
 
-
-def _spark_file_uri(p: Path) -> str:
-    """The path as Spark's file sources spell it (`file:/abs/path`)."""
-    absolute = str(p.absolute())
-    if absolute.startswith("/Volumes/"):
-        return "dbfs:" + absolute
-    return "file:" + absolute

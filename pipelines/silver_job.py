@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from expectations.gx_runner import GxValidator
 from expectations.rules import load_suite, rule_params, with_failed_rules
-from pipelines.io import Lakehouse
+from pipelines.io import Bounds, Lakehouse
 from pipelines.tables import (
     BRONZE_METRICS_RAW,
     BRONZE_PARTITIONS_RAW,
@@ -78,79 +78,92 @@ class SilverStats:
 
 
 def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverStats:
+    """Process the rows each bronze table gained since silver last ran (Delta versions recorded in
+    `bronze.pipeline_runs`), one batch per bronze table, then record how far silver got."""
     stats = SilverStats()
     started = time.monotonic()
-    validator = GxValidator()
+    done = lakehouse.progress(CONSUMER)
+    reached = dict(done)
+    validator: GxValidator | None = None
     for flow in FLOWS:
-        progress(f"silver: {flow.bronze.name} -> {', '.join(o.name for o in flow.outputs)}")
-        lakehouse.stream_table(
-            flow.bronze, "silver",
-            lambda batch, batch_id, flow=flow: process_batch(lakehouse, flow, batch, batch_id, validator, stats),
-        )
+        after, upto = done.get(flow.bronze.name, -1), lakehouse.version(flow.bronze)
+        if upto == after:
+            continue
+        batch = lakehouse.changes(flow.bronze, after, upto).where(F.col("_change_type") == "insert").persist()
+        try:
+            if not batch.isEmpty():
+                progress(f"silver: {flow.bronze.name} v{after + 1}..{upto} -> "
+                         f"{', '.join(o.name for o in flow.outputs)}")
+                validator = validator or GxValidator()
+                process_batch(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats)
+        finally:
+            batch.unpersist()
+        reached[flow.bronze.name] = upto
+    if reached != done:
+        lakehouse.save_progress(CONSUMER, reached)
     stats.total_seconds = time.monotonic() - started
     return stats
 
 
-def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: int, validator: GxValidator,
+CONSUMER = "silver"
+
+
+def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: str, validator: GxValidator,
                   stats: SilverStats) -> None:
     config = lakehouse.config
-    batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        unreadable = rejected(
-            batch.where(F.col("parse_error").isNotNull()), flow.parse_target.name, ["record_readable"],
-            F.col("parse_error"),
-        )
-        keys = batch.where(F.col("parse_error").isNull()).select(*flow.bronze_keys).distinct()
-        candidates = _candidates(lakehouse, flow, keys)
-        built = [df.persist(StorageLevel.MEMORY_AND_DISK) for df in flow.build(candidates, lakehouse)]
-        *outputs, rejects = built
-        params = rule_params(config.run_at, config.future_skew_ms)
-        quarantine = [unreadable, rejects]
-        silver_groups = keys
-        if flow.silver_keys:
-            silver_groups = keys.toDF(*flow.silver_keys)
-        for spec, rows in zip(flow.outputs, outputs):
-            suite = load_suite(spec.name)
-            t0 = time.monotonic()
-            outcomes = validator.validate(rows, suite, params)
-            flagged = with_failed_rules(rows, suite, params).persist(StorageLevel.MEMORY_AND_DISK)
-            batch_rows = flagged.count()
-            stats.dq_seconds += time.monotonic() - t0
-            _record_validations(lakehouse, spec, f"{config.run_at.isoformat()}#{flow.bronze.table}#{batch_id}",
-                                outcomes, batch_rows)
-            valid = flagged.where(F.size("failed_rules") == 0).drop("failed_rules")
-            lakehouse.replace_groups(spec, valid, silver_groups)
-            failures = row_failures(flagged, spec.name)
-            quarantine.append(failures)
-            stats.add(spec.name, rows=valid.count())
-            flagged.unpersist()
-        all_rejects = quarantine[0]
-        for q in quarantine[1:]:
-            all_rejects = all_rejects.unionByName(q)
-        all_rejects = all_rejects.withColumn("quarantined_at", F.lit(config.run_at).cast("timestamp")).persist()
-        if not all_rejects.isEmpty():
-            lakehouse.insert_new(SILVER_QUARANTINE, all_rejects)
-        for row in all_rejects.groupBy("target_table").count().collect():
-            stats.add(row["target_table"], quarantined=row["count"])
-        all_rejects.unpersist()
-        for df in built:
-            df.unpersist()
-    finally:
-        batch.unpersist()
-
-
-def _candidates(lakehouse: Lakehouse, flow: Flow, keys: DataFrame) -> DataFrame:
-    """Every readable bronze record of the given key groups, read with predicates that let Delta skip files."""
-    bounds = keys.agg(F.min("collected_at").alias("lo"), F.max("collected_at").alias("hi"),
-                      F.collect_set("cluster_id").alias("clusters")).first()
-    bronze = lakehouse.read(flow.bronze)
-    if bounds["lo"] is None:
-        return bronze.limit(0)
-    pruned = bronze.where(
-        F.col("parse_error").isNull()
-        & F.col("collected_at").between(F.lit(bounds["lo"]), F.lit(bounds["hi"]))
-        & F.col("cluster_id").isin(list(bounds["clusters"]))
+    unreadable = rejected(
+        batch.where(F.col("parse_error").isNotNull()), flow.parse_target.name, ["record_readable"],
+        F.col("parse_error"),
     )
+    keys = batch.where(F.col("parse_error").isNull()).select(*flow.bronze_keys).distinct().persist()
+    bounds = Bounds.of(keys, "collected_at")
+    candidates = _candidates(lakehouse, flow, keys, bounds)
+    built = [df.persist(StorageLevel.MEMORY_AND_DISK) for df in flow.build(candidates, lakehouse)]
+    *outputs, rejects = built
+    params = rule_params(config.run_at, config.future_skew_ms)
+    quarantine = [unreadable, rejects]
+    silver_groups = keys
+    silver_bounds = bounds
+    if flow.silver_keys:
+        silver_groups = keys.toDF(*flow.silver_keys)
+        silver_bounds = bounds.on(flow.silver_keys[-1]) if bounds else None
+    for spec, rows in zip(flow.outputs, outputs):
+        suite = load_suite(spec.name)
+        t0 = time.monotonic()
+        flagged = with_failed_rules(rows, suite, params).persist(StorageLevel.MEMORY_AND_DISK)
+        counts = flagged.agg(F.count(F.lit(1)).alias("rows"),
+                             F.count_if(F.size("failed_rules") == 0).alias("valid")).first()
+        if counts["rows"]:  # GX validates the rows of this run, once per table; nothing to validate, no GX run
+            outcomes = validator.validate(rows, suite, params)
+            _record_validations(lakehouse, spec, f"{config.run_at.isoformat()}#{flow.bronze.table}#{batch_id}",
+                                outcomes, counts["rows"])
+        stats.dq_seconds += time.monotonic() - t0
+        valid = flagged.where(F.size("failed_rules") == 0).drop("failed_rules")
+        lakehouse.replace_groups(spec, valid, silver_groups, silver_bounds)
+        quarantine.append(row_failures(flagged, spec.name))
+        stats.add(spec.name, rows=counts["valid"])
+        flagged.unpersist()
+    all_rejects = quarantine[0]
+    for q in quarantine[1:]:
+        all_rejects = all_rejects.unionByName(q)
+    all_rejects = all_rejects.withColumn("quarantined_at", F.lit(config.run_at).cast("timestamp")).persist()
+    per_table = all_rejects.groupBy("target_table").count().collect()
+    if per_table:
+        lakehouse.insert_new(SILVER_QUARANTINE, all_rejects)
+    for row in per_table:
+        stats.add(row["target_table"], quarantined=row["count"])
+    all_rejects.unpersist()
+    for df in built:
+        df.unpersist()
+    keys.unpersist()
+
+
+def _candidates(lakehouse: Lakehouse, flow: Flow, keys: DataFrame, bounds: Bounds | None) -> DataFrame:
+    """Every readable bronze record of the given key groups, read with predicates that let Delta skip files."""
+    bronze = lakehouse.read(flow.bronze)
+    if bounds is None:
+        return bronze.limit(0)
+    pruned = bronze.where(F.col("parse_error").isNull()).where(bounds.sql())
     return pruned.join(keys, list(flow.bronze_keys), "left_semi")
 
 

@@ -96,6 +96,7 @@ PIPELINE_RUNS = TableSpec(
         ("consumer", "STRING", "The layer step that read the table (silver, gold)"),
         ("source_table", "STRING", "The table it read"),
         ("source_version", "BIGINT", "Delta version of source_table processed up to and including; -1 = none"),
+        ("fingerprint", "STRING", "For bronze: a hash of the landing listing (paths, sizes, times) it ingested"),
     ),
     ("run_at", "consumer", "source_table"),
     "How far each layer has processed each table it reads: one row per consumer, source table and run",

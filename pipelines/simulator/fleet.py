@@ -35,6 +35,10 @@ class FleetSpec:
     scenarios: tuple[str, ...] = ("healthy",)
     seed: int = 42
     start_ms: int = 1_730_000_000_000  # fixed default start so output is deterministic
+    # Partition states and metric scrapes every Nth snapshot (a real fleet polls the quorum more often than it
+    # scrapes); fault edges are always captured.
+    partitions_every: int = 1
+    scrape_every: int = 1
 
     @property
     def steps(self) -> int:
@@ -43,7 +47,8 @@ class FleetSpec:
 
     def validate(self) -> None:
         """Raise ValueError naming the first unusable setting."""
-        for name in ("clusters", "brokers", "controllers", "partitions", "interval_s"):
+        for name in ("clusters", "brokers", "controllers", "partitions", "interval_s", "partitions_every",
+                     "scrape_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.topics < 0:
@@ -100,7 +105,7 @@ def generate(out: Path, spec: FleetSpec, progress: Callable[[int, int], None] | 
         sim = ClusterSim(topo, tl, spec.seed)
         try:
             for step in range(spec.steps):
-                _write_step(writer, topo, tl, sim, step)
+                _write_step(writer, topo, tl, sim, step, spec)
                 done += 1
                 if progress is not None:
                     progress(done, total)
@@ -115,9 +120,11 @@ def _date(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
-def _write_step(writer: LandingWriter, topo: ClusterTopology, tl: Timeline, sim: ClusterSim, step: int) -> None:
+def _write_step(writer: LandingWriter, topo: ClusterTopology, tl: Timeline, sim: ClusterSim, step: int,
+                spec: FleetSpec) -> None:
     cid, gz = topo.cluster_id, topo.gzip
-    capture = step % CAPTURE_EVERY == 0 or step in tl.key_steps or step - 1 in tl.key_steps
+    edge = step in tl.key_steps or step - 1 in tl.key_steps
+    capture = step % CAPTURE_EVERY == 0 or edge
 
     answered = None
     for collected_at in sim.quorum_times(step):
@@ -136,6 +143,14 @@ def _write_step(writer: LandingWriter, topo: ClusterTopology, tl: Timeline, sim:
         writer.write_file(f"quorum/cluster={cid}/{collected_at}.status.txt",
                           status_text(response, topo.tool_version, topo.kafka_cluster_id), "quorum_cli_status", gz)
 
+    if step % spec.partitions_every == 0 or edge:
+        _write_partitions(writer, topo, sim, step, capture)
+    if step % spec.scrape_every == 0 or edge:
+        _write_scrapes(writer, topo, sim, step)
+
+
+def _write_partitions(writer: LandingWriter, topo: ClusterTopology, sim: ClusterSim, step: int, capture: bool) -> None:
+    cid, gz = topo.cluster_id, topo.gzip
     collected_at = sim.partitions_time(step)
     states = sim.partitions(collected_at)
     sim.observe_partitions(collected_at, states)
@@ -146,6 +161,9 @@ def _write_step(writer: LandingWriter, topo: ClusterTopology, tl: Timeline, sim:
         writer.write_file(f"partitions/cluster={cid}/{collected_at}.topics.txt", topics_text(topo, states),
                           "kafka_topics_cli", gz)
 
+
+def _write_scrapes(writer: LandingWriter, topo: ClusterTopology, sim: ClusterSim, step: int) -> None:
+    cid, gz = topo.cluster_id, topo.gzip
     for node in topo.nodes:
         scraped_at = sim.scrape_time(node, step)
         if not sim.reachable(node, scraped_at):

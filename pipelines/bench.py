@@ -1,0 +1,200 @@
+"""`quorumlake bench`: what a run costs, as ratios against floors measured in the same run.
+
+Every figure is the wall time of a whole process (`quorumlake run`, or a floor script started the same way), so JVM
+start-up is in each of them alike:
+- `floor_s`: one Spark + Delta process that reads the landing zone once with explicit schemas and writes the raw
+  records and the exploded replica rows as two Delta tables, nothing else (`python -m pipelines.bench floor`);
+- `backfill_s` (per layer from the run's own timings, and in total) from an empty warehouse, over the floor;
+- `noop_s`: a run with nothing new, over `startup_s` (start Spark + Delta and read one table);
+- `incremental_after_history_over_empty`: the same batch of new files (1 % of the size) into a warehouse holding
+  `history` times that batch, over the same batch into an empty warehouse (the runs' own seconds, so start-up is
+  not counted twice).
+Sizes: about 0.1M / 1M / 10M replica rows, with partition states and metric scrapes in the proportions of a polled
+fleet (DescribeQuorum every 10 s, partition states every minute, a metrics scrape per node every 5 minutes).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from pipelines.simulator import FleetSpec, generate
+
+Progress = Callable[[str], None]
+
+REPLICAS_PER_SNAPSHOT = 8  # 3 controllers (voters) + 5 brokers (observers)
+_BASE = FleetSpec(brokers=5, controllers=3, topics=4, partitions=6, interval_s=10, partitions_every=6,
+                  scrape_every=30, scenarios=("healthy", "lagging-voter", "broker-failure", "metadata-divergence"))
+# size -> (clusters, replica rows)
+SIZES = {"small": (4, 100_000), "medium": (8, 1_000_000), "large": (16, 10_000_000)}
+MARKER = ".quorumlake-bench"
+
+
+def fleet_for(size: str, fraction: float = 1.0, start_ms: int | None = None) -> FleetSpec:
+    clusters, replica_rows = SIZES[size]
+    steps = max(1, round(replica_rows * fraction / REPLICAS_PER_SNAPSHOT / clusters))
+    spec = replace(_BASE, clusters=clusters, hours=steps * _BASE.interval_s / 3600)
+    return replace(spec, start_ms=start_ms) if start_ms is not None else spec
+
+
+def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
+    """Generate the landing zones under `root` and time every phase; returns the JSON-able results."""
+    prepare_root(root)
+    full = root / "landing"
+    spec = fleet_for(size)
+    progress(f"bench: generating the {size} fleet ({spec.clusters} clusters x {spec.steps} snapshots)")
+    summary = generate(full, spec)
+    results: dict = {"size": size, "landing_files": summary.total_files, "landing_records": summary.total_records,
+                     "replica_rows": spec.clusters * spec.steps * REPLICAS_PER_SNAPSHOT,
+                     "landing_bytes": _bytes(full)}
+
+    progress("bench: floor (read once, write raw and replica rows)")
+    results["floor_s"], _ = _timed([sys.executable, "-m", "pipelines.bench", "floor", str(full), str(root / "floor")])
+
+    progress("bench: backfill into an empty warehouse")
+    results["backfill_s"], stats = _run(full, root / "warehouse", root / "backfill.json")
+    results["backfill_layers_s"] = {k: stats["layers"].get(k) for k in ("bronze", "silver", "gold")}
+    rows = sum(t["rows_added"] for t in stats["tables"].values())
+    results["rows_written"] = rows
+    results["rows_per_second"] = round(rows / results["backfill_s"], 1)
+    results["backfill_over_floor"] = round(results["backfill_s"] / results["floor_s"], 2)
+    silver = stats["layers"].get("silver") or 0
+    results["dq_share_of_silver"] = round(stats["layers"].get("silver_dq", 0) / silver, 3) if silver else None
+
+    progress("bench: a run with nothing new, and Spark's own start-up")
+    results["noop_s"], _ = _run(full, root / "warehouse", root / "noop.json")
+    results["startup_s"], _ = _timed([sys.executable, "-m", "pipelines.bench", "startup",
+                                      str(root / "warehouse" / "gold" / "quorum_health")])
+    results["noop_over_startup"] = round(results["noop_s"] / results["startup_s"], 2)
+
+    progress(f"bench: the same 1% batch after {history}x history, and into an empty warehouse")
+    hist_spec = fleet_for(size, 0.01 * history)
+    batch_spec = fleet_for(size, 0.01, start_ms=hist_spec.start_ms + hist_spec.steps * hist_spec.interval_s * 1000)
+    with_history, batch_only = root / "landing-history", root / "landing-batch"
+    generate(with_history, hist_spec)
+    generate(root / "batch", batch_spec)
+    for target in (with_history, batch_only):
+        for source in ("quorum", "metrics", "partitions"):
+            if (root / "batch" / source).is_dir():
+                shutil.copytree(root / "batch" / source, target / source / "batch", dirs_exist_ok=True)
+    hist_wh = root / "warehouse-history"
+    _run(with_history, hist_wh, root / "history.json", exclude_batch=True)
+    _, after_history = _run(with_history, hist_wh, root / "after-history.json")
+    _, into_empty = _run(batch_only, root / "warehouse-batch", root / "into-empty.json")
+    results["incremental_after_history_s"] = after_history["seconds"]
+    results["incremental_into_empty_s"] = into_empty["seconds"]
+    results["incremental_after_history_over_empty"] = round(after_history["seconds"] / into_empty["seconds"], 2)
+    results["history"] = history
+    return results
+
+
+def prepare_root(root: Path) -> None:
+    """A scratch folder the bench owns: new, or one it made before (marked); anything else is refused."""
+    if root.exists():
+        if not (root / MARKER).is_file():
+            raise ValueError(f"{root} exists and was not made by 'quorumlake bench'; choose another --root")
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    (root / MARKER).write_text("made by quorumlake bench; deleted by the next bench run\n", encoding="utf-8")
+
+
+def _run(landing: Path, warehouse: Path, stats: Path, exclude_batch: bool = False) -> tuple[float, dict]:
+    hidden = []
+    if exclude_batch:  # ingest the history alone first: hide the batch folders from this run
+        for source in ("quorum", "metrics", "partitions"):
+            folder = landing / source / "batch"
+            if folder.is_dir():
+                hidden.append((folder, folder.with_name("_batch")))
+                folder.rename(folder.with_name("_batch"))
+    try:
+        seconds, _ = _timed([sys.executable, "-m", "pipelines.cli", "run", "--landing", str(landing),
+                             "--warehouse", str(warehouse), "--stats", str(stats)])
+    finally:
+        for folder, moved in hidden:
+            moved.rename(folder)
+    return seconds, json.loads(stats.read_text(encoding="utf-8"))
+
+
+def _timed(command: list[str]) -> tuple[float, str]:
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = round(time.monotonic() - started, 2)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise RuntimeError(f"{' '.join(command[:4])} failed (exit {done.returncode}): {' | '.join(tail)}")
+    return seconds, done.stdout
+
+
+def _bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def table(results: dict) -> str:
+    """The results as an aligned two-column table."""
+    keys = ["size", "replica_rows", "landing_files", "landing_bytes", "floor_s", "backfill_s", "backfill_layers_s",
+            "backfill_over_floor", "rows_written", "rows_per_second", "dq_share_of_silver", "startup_s", "noop_s",
+            "noop_over_startup", "history", "incremental_after_history_s", "incremental_into_empty_s",
+            "incremental_after_history_over_empty"]
+    width = max(len(k) for k in keys)
+    lines = []
+    for k in keys:
+        value = results.get(k)
+        if isinstance(value, dict):
+            value = ", ".join(f"{name} {v}" for name, v in value.items())
+        lines.append(f"{k:<{width}}  {value}")
+    return "\n".join(lines) + "\n"
+
+
+# --- the floors, run as their own processes -------------------------------------------------------------------------
+
+_REPLICA = "replicaId INT, logEndOffset BIGINT, lastFetchTimestamp BIGINT, lastCaughtUpTimestamp BIGINT"
+_ENVELOPE = (f"cluster_id STRING, collected_at_ms BIGINT, api_version INT, response STRUCT<errorCode: INT, "
+             f"topics: ARRAY<STRUCT<topicName: STRING, partitions: ARRAY<STRUCT<partitionIndex: INT, "
+             f"errorCode: INT, leaderId: INT, leaderEpoch: INT, highWatermark: BIGINT, "
+             f"currentVoters: ARRAY<STRUCT<{_REPLICA}>>, observers: ARRAY<STRUCT<{_REPLICA}>>>>>>>")
+
+
+def _floor(landing: str, out: str) -> None:
+    """Read every landing file once (text, gzip transparently), write the raw lines and the replica rows."""
+    from pyspark.sql import functions as F
+
+    spark = _session(out)
+    lines = (spark.read.option("recursiveFileLookup", "true").text(landing)
+             .withColumn("source_file", F.input_file_name()).persist())
+    lines.write.format("delta").save(f"{out}/raw")
+    quorum = lines.where(F.col("source_file").contains("/quorum/") & F.col("source_file").rlike(r"\.jsonl(\.gz)?$"))
+    env = quorum.select(F.from_json("value", _ENVELOPE).alias("e")).select("e.*")
+    partitions = env.select("cluster_id", "collected_at_ms", F.explode("response.topics").alias("t")).select(
+        "cluster_id", "collected_at_ms", F.explode("t.partitions").alias("p"))
+    replicas = partitions.select(
+        "cluster_id", F.timestamp_millis("collected_at_ms").alias("collected_at"), "p.leaderId",
+        F.explode(F.concat(F.transform("p.currentVoters", lambda r: F.struct(r.alias("r"), F.lit(True).alias("v"))),
+                           F.transform("p.observers", lambda r: F.struct(r.alias("r"), F.lit(False).alias("v")))))
+        .alias("x")).select("cluster_id", "collected_at", "leaderId", "x.r.*", F.col("x.v").alias("is_voter"))
+    replicas.write.format("delta").save(f"{out}/replicas")
+
+
+def _startup(table_path: str) -> None:
+    """Start Spark + Delta and read one table: what any run pays before it does anything."""
+    spark = _session(str(Path(table_path).parent.parent))
+    print(spark.read.format("delta").load(table_path).count())
+
+
+def _session(warehouse: str):
+    from pipelines.config import Config
+    from pipelines.session import get_spark, quiet
+
+    spark = get_spark(Config(warehouse=warehouse))
+    quiet(spark)
+    return spark
+
+
+if __name__ == "__main__":
+    command, *args = sys.argv[1:]
+    {"floor": _floor, "startup": _startup}[command](*args)

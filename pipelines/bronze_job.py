@@ -1,0 +1,131 @@
+"""Bronze: the landing files not ingested yet -> one row per record in bronze.*_raw.
+
+Locally (and on a Databricks volume's FUSE path) the landing zone is listed here (`pipelines.landing`): a file is new
+when its (path, size, modification time) is not in `bronze.ingest_runs`. New files are read in bounded chunks, each
+chunk's records are inserted into their bronze table by `record_id` (an insert-only MERGE restricted to the chunk's
+time range and clusters, so its cost follows the chunk, not the table's history), and then the chunk's files are
+recorded in `bronze.ingest_runs`. A crash between the two only makes the next run read those files again; the MERGE
+adds nothing twice. With `ingest_mode = "autoloader"` (or a landing root that is not a local folder), files are
+discovered by Auto Loader / Spark's file source instead and handed to the same record builder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from bronze.raw import build_raw_records
+from pipelines.io import Bounds, Lakehouse
+from pipelines.landing import LandingFile, chunks, is_local, list_landing, read_file
+from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
+
+Progress = Callable[[str], None]
+
+_FILES_SCHEMA = ("source STRING, path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, "
+                 "data BINARY, read_error STRING")
+_LISTING_SCHEMA = "source STRING, path STRING, file_size BIGINT, file_modified_at TIMESTAMP"
+
+
+@dataclass(frozen=True)
+class BronzeCounts:
+    table: str
+    rows: int
+    errors: int
+
+
+def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
+    config = lakehouse.config
+    if config.ingest_mode == "autoloader" or not is_local(config.landing):
+        return _run_streams(lakehouse, progress)
+    listing = list_landing(config.landing, BRONZE_SOURCES)
+    fingerprint = _fingerprint(listing)
+    touched: set[str] = set()
+    if fingerprint == lakehouse.fingerprint(CONSUMER, LANDING):
+        progress(f"bronze: {len(listing)} landing files, none changed since the last run")
+    else:
+        new = _new_files(lakehouse, listing)
+        progress(f"bronze: {len(listing)} landing files, {len(new)} new")
+        for chunk in chunks(new, config.bronze_chunk_bytes):
+            touched |= _ingest(lakehouse, chunk)
+        lakehouse.save_progress(CONSUMER, {LANDING: len(listing)}, {LANDING: fingerprint})
+    counts = []
+    for source, spec in BRONZE_SOURCES.items():
+        rows, errors = lakehouse.count_ingested(spec, config.run_at) if source in touched else (0, 0)
+        counts.append(BronzeCounts(spec.name, rows, errors))
+    return counts
+
+
+CONSUMER = "bronze"
+LANDING = "landing"
+
+
+def _fingerprint(listing: list[LandingFile]) -> str:
+    """A hash of what the listing saw: equal fingerprints mean no file was added, changed or removed."""
+    digest = hashlib.sha256()
+    for f in listing:
+        digest.update(f"{f.path}\0{f.size}\0{f.modified_at.isoformat()}\0{f.problem or ''}\n".encode())
+    return digest.hexdigest()
+
+
+def _new_files(lakehouse: Lakehouse, listing: list[LandingFile]) -> list[LandingFile]:
+    """The listed files whose (path, size, modification time) has not been ingested."""
+    if not listing:
+        return []
+    spark = lakehouse.spark
+    listed = spark.createDataFrame([(f.source, f.path, f.size, f.modified_at) for f in listing], _LISTING_SCHEMA)
+    known = lakehouse.read(BRONZE_INGEST_RUNS).select("path", "file_size", "file_modified_at")
+    new = {(r["path"], r["file_size"]) for r in listed.join(known, ["path", "file_size", "file_modified_at"],
+                                                            "left_anti").select("path", "file_size").collect()}
+    return [f for f in listing if (f.path, f.size) in new]
+
+
+def _ingest(lakehouse: Lakehouse, files: list[LandingFile]) -> set[str]:
+    """Read a chunk of files, insert their records, then record the files as ingested."""
+    config = lakehouse.config
+    spark = lakehouse.spark
+    contents = [read_file(f, config.max_file_bytes, config.max_decompressed_bytes) for f in files]
+    df = spark.createDataFrame(pa.table({
+        "source": [c.file.source for c in contents],
+        "path": [c.file.path for c in contents],
+        "modificationTime": pa.array([c.file.modified_at for c in contents], pa.timestamp("us", tz="UTC")),
+        "length": pa.array([c.file.size for c in contents], pa.int64()),
+        "content": pa.array([c.content for c in contents], pa.binary()),
+        # plain files: their content is their data, not sent twice
+        "data": pa.array([c.data if c.file.path.lower().endswith(".gz") else None for c in contents], pa.binary()),
+        "read_error": pa.array([c.error for c in contents], pa.string()),
+    }), _FILES_SCHEMA)
+    sources = sorted({f.source for f in files})
+    for source in sources:
+        insert_records(lakehouse, source, df.where(F.col("source") == source).drop("source"))
+    lakehouse.append(BRONZE_INGEST_RUNS, spark.createDataFrame(
+        [(f.source, f.path, f.size, f.modified_at, config.run_at) for f in files], BRONZE_INGEST_RUNS.spark_schema))
+    return set(sources)
+
+
+def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:
+    """Build the bronze rows of some landing files and insert the ones bronze does not hold yet."""
+    spec = BRONZE_SOURCES[source]
+    rows = build_raw_records(files, source, lakehouse.config.run_at).persist()
+    try:
+        bounds = Bounds.of(rows, "collected_at", or_null=True)
+        if bounds is not None:
+            lakehouse.insert_new(spec, rows, bounds)
+    finally:
+        rows.unpersist()
+
+
+def _run_streams(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
+    """Auto Loader (or Spark's file source for a remote landing root): discovery by the stream's checkpoint."""
+    config = lakehouse.config
+    counts = []
+    for source, spec in BRONZE_SOURCES.items():
+        progress(f"bronze: ingesting {lakehouse.landing_path(source)}/ -> {spec.name}")
+        lakehouse.stream_landing_files(source, lambda files, source=source: insert_records(lakehouse, source, files))
+        rows, errors = lakehouse.count_ingested(spec, config.run_at)
+        counts.append(BronzeCounts(spec.name, rows, errors))
+    return counts
