@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pipelines.config import Config, ConfigError, build_config
+from pipelines.lock import Busy, warehouse_lock
 
 EXIT_USAGE = 2
+EXIT_BUSY = 3
 
 
 class UsageError(Exception):
@@ -48,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Ingest the landing files not ingested yet and update every layer; print a summary per table.",
     )
     run.add_argument("--stats", metavar="FILE", help="also write seconds per layer and rows per table as JSON")
+    run.add_argument("--full-refresh", action="store_true",
+                     help="rebuild the given --layers from scratch: silver and gold from bronze, bronze (only when "
+                          "listed) from the landing zone; see README 'Recovery'")
+    run.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                     help="wait this long for another run on the same warehouse to finish (default: 0, exit 3)")
     _add_common(run, landing=True)
 
     sql = commands.add_parser(
@@ -192,6 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RuntimeFailure as exc:
         print(f"quorumlake: error: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except Busy as exc:
+        print(f"quorumlake: busy: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_BUSY
     except KeyboardInterrupt:
         print("quorumlake: interrupted", file=sys.stderr)
         return 130
@@ -215,7 +225,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         **_typed_settings(getattr(args, "set", [])),
     )
     if args.command == "run":
-        return _cmd_run(config, args.layers, args.stats)
+        with warehouse_lock(config.warehouse, args.wait):
+            return _cmd_run(config, args.layers, args.stats, args.full_refresh)
     if args.command == "sql":
         return _cmd_sql(config, args.query, args.format, args.limit)
     if args.command == "report":
@@ -227,7 +238,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects it first
 
 
-def _cmd_run(config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str | None = None) -> int:
+def _cmd_run(config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str | None = None,
+             full_refresh: bool = False) -> int:
     if config.ingest_mode == "files" and "bronze" in layers and not Path(config.landing).is_dir():
         raise UsageError(f"landing folder not found: {config.landing}")
     from pipelines.io import Lakehouse
@@ -239,6 +251,10 @@ def _cmd_run(config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str |
     in_process = SparkSession.getActiveSession() is not None
     lakehouse = Lakehouse(_spark(config), config)
     timings: dict[str, float] = {}
+    if full_refresh:
+        from pipelines.run import full_refresh as refresh
+
+        refresh(lakehouse, layers, _progress)
     summaries = run_pipeline(lakehouse, layers=layers, progress=_progress, timings=timings)
     if in_process:
         # a caller that goes on using this session (a notebook, the tests) finds the tables by name; a fresh

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -78,14 +77,28 @@ def serve(lakehouse, host: str, port: int, progress: Progress, ready: Callable[[
 
 
 def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[str, str]]:
-    """OPTIMIZE then VACUUM every registered table (retention `vacuum_hours`, Delta's default is 168)."""
+    """OPTIMIZE then VACUUM every registered table (retention `vacuum_hours`, Delta's default is 168).
+
+    A table whose changes a later layer has not read yet is compacted but not vacuumed: its change feed still needs
+    the files that compaction replaced."""
     from pipelines.tables import ALL_TABLES
 
+    readers = {"bronze": "silver", "silver": "gold"}
     done = []
     for spec in ALL_TABLES:
         name = lakehouse.table_name(spec)
         progress(f"maintenance: OPTIMIZE {name}")
         lakehouse.spark.sql(f"OPTIMIZE {name}")
+        reader = readers.get(spec.schema)
+        pending = None
+        if reader and dict(spec.properties).get("delta.enableChangeDataFeed") == "true":
+            read_upto = lakehouse.progress(reader).get(spec.name, -1)
+            if read_upto < lakehouse.version(spec) - 1:  # the OPTIMIZE just made is not a change anyone needs
+                pending = f"{reader} has not read versions after {read_upto} yet"
+        if pending:
+            progress(f"maintenance: VACUUM {name} skipped: {pending}")
+            done.append((name, f"optimized; not vacuumed ({pending})"))
+            continue
         progress(f"maintenance: VACUUM {name} RETAIN {vacuum_hours} HOURS")
         lakehouse.spark.sql(f"VACUUM {name} RETAIN {vacuum_hours} HOURS")
         done.append((name, "optimized, vacuumed"))

@@ -1,12 +1,13 @@
 """Gold: silver changes -> affected keys -> bounded recompute -> MERGE.
 
-Each silver table is read through its Delta change data feed as a stream (availableNow, one checkpoint per gold
-flow). A micro-batch's changed rows name the affected keys; only those are recomputed, from bounded reads of silver
+The rows each silver table changed since gold last ran (Delta versions after the ones recorded for gold in
+`bronze.pipeline_runs`) are read through its change data feed. The changed rows name the affected keys; only those are recomputed, from bounded reads of silver
 (plus, where a rule looks back in time, the gold row just before the affected range), and MERGEd so that rows whose
 values did not change are not rewritten. A late file therefore re-opens exactly the windows and episodes it touches.
 
-- quorum snapshots / replica states -> gold.quorum_status from the earliest affected snapshot of each cluster on,
-  then gold.quorum_health for the windows from there on; replica states also -> gold.replica_lag_sli per window;
+- quorum snapshots and replica states (their keys together, computed once) -> gold.quorum_status from the earliest
+  affected snapshot of each cluster on, then gold.quorum_health for the windows from there on; replica states also
+  -> gold.replica_lag_sli per window;
 - partition states -> gold.isr_health and gold.isr_health_by_topic per snapshot, gold.at_min_isr_episodes per
   partition from the start of the episode the earliest change falls in;
 - node metrics -> gold.metadata_offset_divergence for the scrapes within the pairing tolerance of the changes.

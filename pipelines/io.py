@@ -7,6 +7,7 @@ tables are Unity Catalog managed tables `<catalog>.<schema>.<table>`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,6 +69,33 @@ class Lakehouse:
             for spec in specs:
                 if spec.properties and spec not in missing:
                     self.spark.sql(f"ALTER TABLE {self.ref(spec)} SET{_properties(spec)}")
+        if PIPELINE_RUNS in specs:
+            self._migrate(specs, missing)
+
+    def _migrate(self, specs: tuple[TableSpec, ...], created: list[TableSpec]) -> None:
+        """Bring existing tables to their declared definition (new columns, comments, properties) when the
+        registry changed since the last run; a hash of the registry is kept in `bronze.pipeline_runs`, so this
+        costs nothing while the definitions stay the same."""
+        fingerprint = registry_fingerprint(specs)
+        if self.fingerprint("registry", "tables") == fingerprint:
+            return
+        for spec in specs:
+            if spec not in created:
+                self.evolve(spec)
+        self.save_progress("registry", {"tables": len(specs)}, {"tables": fingerprint})
+
+    def evolve(self, spec: TableSpec) -> None:
+        """Add declared columns the table lacks and update changed column comments and table properties."""
+        actual = {f.name: f for f in self.read(spec).schema.fields}
+        missing = [(n, t, c) for n, t, c in spec.columns if n not in actual]
+        if missing:
+            columns = ", ".join(f"`{n}` {t} COMMENT '{_sql_str(c)}'" for n, t, c in missing)
+            self.spark.sql(f"ALTER TABLE {self.ref(spec)} ADD COLUMNS ({columns})")
+        for name, _, comment in spec.columns:
+            if name in actual and actual[name].metadata.get("comment", "") != comment:
+                self.spark.sql(f"ALTER TABLE {self.ref(spec)} ALTER COLUMN `{name}` COMMENT '{_sql_str(comment)}'")
+        if spec.properties:
+            self.spark.sql(f"ALTER TABLE {self.ref(spec)} SET{_properties(spec)}")
 
     def _exists(self, spec: TableSpec) -> bool:
         path = self.table_path(spec)
@@ -158,6 +186,16 @@ class Lakehouse:
                   .mode("overwrite").option("replaceWhere", f"consumer = '{consumer}'"))
         self._save(PIPELINE_RUNS, writer)
         self._progress()[consumer] = {t: (v, fingerprints.get(t)) for t, v in versions.items()}
+
+    def reset_progress(self, consumer: str) -> None:
+        """Forget how far `consumer` got: its next run starts from the beginning of what it reads."""
+        self.spark.sql(f"DELETE FROM {self.ref(PIPELINE_RUNS)} WHERE consumer = '{consumer}'")
+        self._progress().pop(consumer, None)
+
+    def truncate(self, spec: TableSpec) -> None:
+        """Delete every row (one commit; the history stays for time travel, and readers of the change feed see the
+        deletes)."""
+        self.spark.sql(f"DELETE FROM {self.ref(spec)}")
 
     # --- writes -------------------------------------------------------------------------------------------------
 
@@ -280,6 +318,15 @@ class Lakehouse:
         )
         query.awaitTermination()
 
+    def reset_landing_checkpoints(self) -> None:
+        """Auto Loader's record of ingested files, removed so that bronze reads the landing zone again."""
+        import shutil
+
+        path = self.checkpoint("bronze")
+        if "://" in path or path.startswith("dbfs:"):
+            raise RuntimeError(f"remove {path} by hand (or with dbutils) before a bronze full refresh")
+        shutil.rmtree(path, ignore_errors=True)
+
     def count_ingested(self, spec: TableSpec, run_at: datetime) -> tuple[int, int]:
         """Rows this run added to a bronze table, and how many of them carry a parse error (files of earlier runs
         are skipped by their `ingested_at` statistics)."""
@@ -345,6 +392,11 @@ class Bounds:
 
     def on(self, column: str) -> Bounds:
         return Bounds(column, self.lo_us, self.hi_us, self.clusters, self.or_null)
+
+
+def registry_fingerprint(specs: tuple[TableSpec, ...]) -> str:
+    text = "\n".join(f"{s.name}|{s.ddl}|{s.comment}|{s.properties}|{s.partitioned_by}" for s in specs)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _partitioning(spec: TableSpec) -> str:

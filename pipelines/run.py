@@ -7,7 +7,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipelines.io import Lakehouse
-from pipelines.tables import ALL_TABLES
+from pipelines.tables import (
+    ALL_TABLES,
+    BRONZE_INGEST_RUNS,
+    BRONZE_METRICS_RAW,
+    BRONZE_PARTITIONS_RAW,
+    BRONZE_QUORUM_RAW,
+    GOLD_TABLES,
+    SILVER_NODE_METRICS,
+    SILVER_PARTITION_STATES,
+    SILVER_QUARANTINE,
+    SILVER_QUORUM_SNAPSHOTS,
+    SILVER_REPLICA_STATES,
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,31 @@ def run_pipeline(
             timings[layer] = round(time.monotonic() - started, 3)
             progress(f"{layer}: done in {timings[layer]:.1f}s")
     return summaries
+
+
+# What `--full-refresh` empties per layer; silver.dq_validations is a log and keeps its history.
+REFRESHED = {
+    "bronze": (BRONZE_QUORUM_RAW, BRONZE_METRICS_RAW, BRONZE_PARTITIONS_RAW, BRONZE_INGEST_RUNS),
+    "silver": (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS,
+               SILVER_QUARANTINE),
+    "gold": GOLD_TABLES,
+}
+
+
+def full_refresh(lakehouse: Lakehouse, layers: tuple[str, ...], progress: Progress) -> None:
+    """Empty the given layers' tables and forget their progress, so the run that follows rebuilds them: silver from
+    all of bronze, gold from all of silver, bronze from every landing file. Layers not listed keep their tables and
+    pick up the rebuilt rows through the change feed like any other change."""
+    lakehouse.ensure_tables(ALL_TABLES)
+    for layer in LAYER_ORDER:
+        if layer not in layers:
+            continue
+        progress(f"{layer}: full refresh: emptying {', '.join(s.name for s in REFRESHED[layer])}")
+        for spec in REFRESHED[layer]:
+            lakehouse.truncate(spec)
+        lakehouse.reset_progress(layer)
+        if layer == "bronze" and lakehouse.config.ingest_mode == "autoloader":
+            lakehouse.reset_landing_checkpoints()
 
 
 def register_all(lakehouse: Lakehouse) -> None:

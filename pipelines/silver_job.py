@@ -1,6 +1,7 @@
 """Silver: bronze -> typed, deduplicated, validated tables + quarantine, incrementally.
 
-Each bronze table is read as a Delta stream (availableNow, one checkpoint per silver flow). For every micro-batch:
+For each bronze table, the rows it gained since silver last ran are read as one batch: Delta versions after the one
+recorded for silver in `bronze.pipeline_runs` (change data feed, inserts only). For that batch:
 1. records with a bronze `parse_error` go to `silver.quarantine` (rule `record_readable`);
 2. the batch's keys (a snapshot: cluster and capture time; a scrape: cluster, node and time) are looked up in bronze,
    so every record of a key is rebuilt together: a `--status` capture that arrives after its `--replication`
@@ -8,7 +9,8 @@ Each bronze table is read as a Delta stream (availableNow, one checkpoint per si
 3. the rows are validated once per batch and table with Great Expectations (results to `silver.dq_validations`),
    and the same rules split them: valid rows replace their key groups in the silver tables (one atomic MERGE
    each), failing rows go to quarantine with the names of every rule they failed.
-Every write is idempotent, so a batch replayed after a crash leaves the same tables.
+Every write is idempotent, and silver's progress is recorded only after its writes, so a batch redone after a crash
+leaves the same tables.
 """
 
 from __future__ import annotations

@@ -1,0 +1,99 @@
+"""Operating the lakehouse for months: one run at a time, full refresh, and upgrading a warehouse built by older
+table definitions."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pipelines import cli
+from pipelines.io import Lakehouse
+from pipelines.tables import GOLD_QUORUM_HEALTH, GOLD_TABLES, SILVER_QUARANTINE, SILVER_QUORUM_SNAPSHOTS
+
+SILVER_AND_GOLD = ("silver.quorum_snapshots", "silver.replica_states", "silver.partition_states",
+                   "silver.node_metrics", *(spec.name for spec in GOLD_TABLES))
+
+
+def contents(spark, warehouse: Path, name: str, drop: tuple[str, ...] = ()) -> list[tuple]:
+    schema, table = name.split(".")
+    df = spark.read.format("delta").load(str(warehouse / schema / table)).drop(*drop)
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def run(zone: Path, warehouse: Path, capsys, *extra: str) -> None:
+    assert cli.main(["run", "--landing", str(zone), "--warehouse", str(warehouse), *extra]) == 0
+    capsys.readouterr()
+
+
+def test_a_second_run_on_a_busy_warehouse_stops_with_one_line_and_exit_3(tmp_path, capsys):
+    warehouse = tmp_path / "wh"
+    (tmp_path / "landing").mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pipelines.lock import warehouse_lock\n"
+         f"with warehouse_lock({str(warehouse)!r}):\n    print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        code = cli.main(["run", "--landing", str(tmp_path / "landing"), "--warehouse", str(warehouse),
+                         "--wait", "1"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 3
+        assert len(err) == 1 and err[0].startswith("quorumlake: busy: another run is using the warehouse")
+        assert f"pid {holder.pid}" in err[0]
+        assert time.monotonic() - started >= 1  # it waited as asked before giving up
+    finally:
+        holder.kill()
+        holder.wait()
+    # the lock dies with its holder: the warehouse is free again (the run itself is not needed here)
+    from pipelines.lock import warehouse_lock
+
+    with warehouse_lock(str(warehouse)):
+        pass
+
+
+def test_full_refresh_rebuilds_silver_and_gold_to_the_same_contents(spark, landing, tmp_path, capsys):
+    zone = landing("landing", "landing_bad")
+    warehouse = tmp_path / "wh"
+    run(zone, warehouse, capsys)
+    quarantine_cols = ("quarantined_at",)
+    before = {name: contents(spark, warehouse, name) for name in SILVER_AND_GOLD}
+    quarantine = contents(spark, warehouse, SILVER_QUARANTINE.name, quarantine_cols)
+    bronze = contents(spark, warehouse, "bronze.quorum_raw")
+
+    run(zone, warehouse, capsys, "--full-refresh", "--layers", "silver,gold")
+    assert {name: contents(spark, warehouse, name) for name in SILVER_AND_GOLD} == before
+    assert contents(spark, warehouse, SILVER_QUARANTINE.name, quarantine_cols) == quarantine
+    assert contents(spark, warehouse, "bronze.quorum_raw") == bronze  # bronze untouched
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{warehouse / 'silver' / 'quorum_snapshots'}`").collect()
+    assert "DELETE" in {r["operation"] for r in history}  # emptied, then rebuilt, with the history kept
+
+
+def test_a_warehouse_built_by_older_table_definitions_is_upgraded(spark, landing, tmp_path, capsys):
+    zone = landing("landing")
+    warehouse = tmp_path / "wh"
+    # gold.quorum_health as an older release defined it: without its last column, another table comment, and a
+    # column comment since reworded
+    last = GOLD_QUORUM_HEALTH.columns[-1][0]
+    older = dataclasses.replace(
+        GOLD_QUORUM_HEALTH,
+        columns=tuple((n, t, "old words" if n == "snapshots" else c) for n, t, c in GOLD_QUORUM_HEALTH.columns[:-1]),
+    )
+    from pipelines.config import Config
+
+    Lakehouse(spark, Config(landing=str(zone), warehouse=str(warehouse))).ensure_tables((older,))
+    path = warehouse / "gold" / "quorum_health"
+    assert last not in spark.read.format("delta").load(str(path)).columns
+
+    run(zone, warehouse, capsys)
+    fields = {f.name: f for f in spark.read.format("delta").load(str(path)).schema.fields}
+    assert [f for f in fields] == GOLD_QUORUM_HEALTH.column_names
+    assert {n: fields[n].metadata.get("comment") for n, _, _ in GOLD_QUORUM_HEALTH.columns} == {
+        n: c for n, _, c in GOLD_QUORUM_HEALTH.columns}
+    # and the upgraded table was filled like any other
+    assert spark.read.format("delta").load(str(path)).where(f"`{last}` IS NOT NULL").count() > 0
+    assert spark.read.format("delta").load(str(warehouse / "silver" / SILVER_QUORUM_SNAPSHOTS.table)).count() > 0
