@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from bronze.raw import build_raw_records
+from pipelines.faults import reached
 from pipelines.io import Bounds, Lakehouse
 from pipelines.landing import LandingFile, chunks, is_local, list_landing, read_file
 from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
@@ -52,6 +53,7 @@ def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
         progress(f"bronze: {len(listing)} landing files, {len(new)} new")
         for chunk in chunks(new, config.bronze_chunk_bytes):
             touched |= _ingest(lakehouse, chunk)
+        reached(config, "bronze:recorded")
         lakehouse.save_progress(CONSUMER, {LANDING: len(listing)}, {LANDING: fingerprint})
     counts = []
     for source, spec in BRONZE_SOURCES.items():
@@ -102,6 +104,7 @@ def _ingest(lakehouse: Lakehouse, files: list[LandingFile]) -> set[str]:
     sources = sorted({f.source for f in files})
     for source in sources:
         insert_records(lakehouse, source, df.where(F.col("source") == source).drop("source"))
+        reached(config, f"bronze:inserted:{source}")
     lakehouse.append(BRONZE_INGEST_RUNS, spark.createDataFrame(
         [(f.source, f.path, f.size, f.modified_at, config.run_at) for f in files], BRONZE_INGEST_RUNS.spark_schema))
     return set(sources)

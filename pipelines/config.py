@@ -58,6 +58,9 @@ class Config:
     metadata_lag_warn_ms: int = 30_000
     # min.insync.replicas for kafka-topics captures whose topic does not configure it (Kafka's default is 1).
     default_min_isr: int = 1
+    # Testing hook of the crash harness (tests/e2e/test_crash.py): the run kills itself with SIGKILL when it reaches
+    # the named point (see pipelines/faults.py). Never set in production.
+    crash_at: str | None = None
     # The run's own time: every row written by this run carries it as `ingested_at`.
     run_at: datetime = field(default_factory=lambda: now_ms())
 

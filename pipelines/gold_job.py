@@ -27,6 +27,7 @@ from gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_heal
 from gold.quorum import build_quorum_health, build_quorum_status, seed_before, window_start
 from gold.replicas import build_replica_lag_sli
 from gold.views import view_statements
+from pipelines.faults import reached
 from pipelines.io import Bounds, Lakehouse
 from pipelines.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
@@ -54,7 +55,7 @@ SOURCES = (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STAT
 def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
     """Recompute what the silver changes since gold last ran affect; returns rows written per gold table."""
     done = lakehouse.progress(CONSUMER)
-    reached = dict(done)
+    versions = dict(done)
     changed: dict[str, DataFrame] = {}
     for spec in SOURCES:
         after, upto = done.get(spec.name, -1), lakehouse.version(spec)
@@ -64,7 +65,7 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
                 batch.unpersist()
             else:
                 changed[spec.name] = batch
-        reached[spec.name] = upto
+        versions[spec.name] = upto
     written = {spec.name: 0 for spec in GOLD_TABLES}
     if changed:
         versions_before = {spec.name: lakehouse.version(spec) for spec in GOLD_TABLES}
@@ -85,12 +86,13 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
             started = time.monotonic()
             step()
             progress(f"gold: {what} in {time.monotonic() - started:.1f}s")
+            reached(lakehouse.config, f"gold:{what}")
         written = {spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name])
                    for spec in GOLD_TABLES}
     for batch in changed.values():
         batch.unpersist()
-    if reached != done:
-        lakehouse.save_progress(CONSUMER, reached)
+    if versions != done:
+        lakehouse.save_progress(CONSUMER, versions)
     return written
 
 

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from expectations.gx_runner import GxValidator
 from expectations.rules import load_suite, rule_params, with_failed_rules
+from pipelines.faults import reached
 from pipelines.io import Bounds, Lakehouse
 from pipelines.tables import (
     BRONZE_METRICS_RAW,
@@ -85,7 +86,7 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
     stats = SilverStats()
     started = time.monotonic()
     done = lakehouse.progress(CONSUMER)
-    reached = dict(done)
+    reached_versions = dict(done)
     validator: GxValidator | None = None
     for flow in FLOWS:
         after, upto = done.get(flow.bronze.name, -1), lakehouse.version(flow.bronze)
@@ -100,9 +101,10 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
                 process_batch(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats)
         finally:
             batch.unpersist()
-        reached[flow.bronze.name] = upto
-    if reached != done:
-        lakehouse.save_progress(CONSUMER, reached)
+        reached_versions[flow.bronze.name] = upto
+        reached(lakehouse.config, f"silver:flow:{flow.bronze.name}")
+    if reached_versions != done:
+        lakehouse.save_progress(CONSUMER, reached_versions)
     stats.total_seconds = time.monotonic() - started
     return stats
 
@@ -142,6 +144,7 @@ def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: 
         stats.dq_seconds += time.monotonic() - t0
         valid = flagged.where(F.size("failed_rules") == 0).drop("failed_rules")
         lakehouse.replace_groups(spec, valid, silver_groups, silver_bounds)
+        reached(config, f"silver:merged:{spec.name}")
         quarantine.append(row_failures(flagged, spec.name))
         stats.add(spec.name, rows=counts["valid"])
         flagged.unpersist()
