@@ -61,6 +61,12 @@ GOLD_COLUMNS: dict[str, set[str]] = {
                          "voters", "voters_within_slo", "at_min_isr", "under_min_isr", "offline",
                          "worst_divergence_records", "status", "last_snapshot_at", "is_stale",
                          "active_controllers", "unknown_voter_connections", "metadata_errors", "fenced_brokers"},
+    "controller_health": {"cluster_id", "node_id", "window_start", "window_end", "node_role", "scrapes",
+                          "last_scraped_at", "raft_state", "current_vote", "avg_commit_latency_ms",
+                          "max_commit_latency_ms", "avg_election_latency_ms", "max_election_latency_ms",
+                          "unknown_voter_connections", "append_records_per_s", "fetch_records_per_s",
+                          "fenced_brokers", "active_brokers", "metadata_errors", "timed_out_broker_heartbeats",
+                          "active_controller_count"},
     "v_slo_attainment_daily": {"cluster_id", "day", "snapshots", "good_snapshots", "sli"},
     "v_partitions_at_min_isr": {"cluster_id", "topic", "partition", "started_at", "duration_ms", "snapshots",
                                 "escalated"},
@@ -781,6 +787,32 @@ def test_the_dashboard_shows_the_issue_s_views():
     for view in ("gold.v_fleet_overview", "gold.v_slo_attainment_daily", "gold.v_partitions_at_min_isr",
                  "gold.metadata_offset_divergence", "gold.isr_health"):
         assert view in sql
+
+
+def test_cluster_and_time_range_filters_cover_the_datasets():
+    datasets = _datasets()
+    filters = {item["widget"]["spec"]["widgetType"]: item["widget"] for _, item in _widgets()
+               if item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")}
+    assert set(filters) == {"filter-multi-select", "filter-date-range-picker"}
+
+    def filtered(widget):
+        fields = {}
+        for query in widget["queries"]:
+            (field,) = query["query"]["fields"]
+            fields[query["query"]["datasetName"]] = field["name"]
+        assert {e["queryName"] for e in widget["spec"]["encodings"]["fields"]} == {q["name"] for q in widget["queries"]}
+        return fields
+
+    outputs = {name: set(sqlglot.parse_one(_dataset_sql(d), read="spark").named_selects) for name, d in datasets.items()}
+    by_cluster = filtered(filters["filter-multi-select"])
+    assert set(by_cluster.values()) == {"cluster_id"}
+    assert set(by_cluster) == {name for name, columns in outputs.items() if "cluster_id" in columns}
+    by_time = filtered(filters["filter-date-range-picker"])
+    for dataset, field in by_time.items():
+        assert field in outputs[dataset]
+    time_series = {"quorum_sli", "voter_lag_sli", "slo_attainment_daily", "isr_health", "metadata_divergence",
+                   "controller_health"}
+    assert set(by_time) == time_series
 
 
 def test_widgets_fit_the_grid_without_overlapping():
