@@ -6,6 +6,7 @@ name to use (so the same SQL serves `gold.x` locally and `<catalog>.<prefix>gold
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,14 +21,16 @@ class ViewSpec:
 
 FLEET_OVERVIEW = ViewSpec(
     "gold.v_fleet_overview",
-    "Latest health of every cluster: quorum leader and lag, ISR health, worst metadata divergence, overall status",
+    "Latest health of every cluster: quorum leader and lag, ISR health, worst metadata divergence, controller "
+    "health, data freshness, overall status",
     (
         ("cluster_id", "Cluster"),
         ("as_of", "Time of the latest data for the cluster"),
-        ("status", "ok, warn or critical (critical: no leader, quorum error, known voter lag leaving less than a "
-                   "majority within the SLO, "
-                   "under-min-ISR or offline partitions; warn: AtMinIsr partitions, lag over the SLO or unknown, a "
-                   "stalled high watermark, or a node diverging from the controller)"),
+        ("status", "critical, warn, stale or ok, the first that holds. critical: no leader, quorum error, known voter "
+                   "lag leaving less than a majority within the SLO, under-min-ISR or offline partitions, or an "
+                   "active-controller count other than 1; warn: AtMinIsr partitions, lag over the SLO or unknown, a "
+                   "stalled high watermark, a node diverging from the controller, metadata errors, unknown voter "
+                   "connections or fenced brokers; stale: no quorum snapshot for the configured minutes"),
         ("leader_id", "Quorum leader in the latest snapshot"),
         ("leader_epoch", "Leader epoch in the latest snapshot"),
         ("max_follower_lag", "MaxFollowerLag in the latest snapshot (records)"),
@@ -40,6 +43,13 @@ FLEET_OVERVIEW = ViewSpec(
         ("offline", "Offline partitions in the latest partition snapshot"),
         ("worst_divergence_records", "Largest metadata offset divergence among the nodes' latest scrapes (records)"),
         ("worst_last_applied_lag_ms", "Largest last-applied-record lag among the nodes' latest scrapes (ms)"),
+        ("last_snapshot_at", "Time of the cluster's latest quorum snapshot"),
+        ("is_stale", "No quorum snapshot (or, without any, no data at all) for the configured minutes, by the "
+                     "query's clock"),
+        ("active_controllers", "Sum of ActiveControllerCount over the nodes' latest scrapes (1 when healthy)"),
+        ("unknown_voter_connections", "Most unknown voter connections a node reported in its latest window"),
+        ("metadata_errors", "Largest metadata error count a node reported in its latest window"),
+        ("fenced_brokers", "Most fenced brokers a controller reported in its latest window"),
     ),
     """
     WITH q AS (
@@ -56,41 +66,76 @@ FLEET_OVERVIEW = ViewSpec(
              max(last_applied_lag_ms) AS worst_last_applied_lag_ms
       FROM (SELECT *, row_number() OVER (PARTITION BY cluster_id, node_id ORDER BY scraped_at DESC) AS n
             FROM {gold.metadata_offset_divergence}) WHERE n = 1 GROUP BY cluster_id),
-    c AS (SELECT cluster_id FROM q UNION SELECT cluster_id FROM i UNION SELECT cluster_id FROM d)
+    ch AS (
+      -- each node's latest window, counted only when the node was scraped within one window of the cluster's latest
+      -- scrape (a node that went away does not keep its last ActiveControllerCount forever)
+      SELECT cluster_id, max(last_scraped_at) AS scraped_at,
+             CAST(sum(active_controller_count) AS INT) AS active_controllers,
+             max(unknown_voter_connections) AS unknown_voter_connections, max(metadata_errors) AS metadata_errors,
+             max(fenced_brokers) AS fenced_brokers
+      FROM (SELECT *, row_number() OVER (PARTITION BY cluster_id, node_id ORDER BY window_start DESC) AS n,
+                   max(last_scraped_at) OVER (PARTITION BY cluster_id) AS cluster_scraped_at
+            FROM {gold.controller_health})
+      WHERE n = 1 AND last_scraped_at >= cluster_scraped_at - make_dt_interval(0, 0, {window_minutes}, 0)
+      GROUP BY cluster_id),
+    c AS (SELECT cluster_id FROM q UNION SELECT cluster_id FROM i UNION SELECT cluster_id FROM d
+          UNION SELECT cluster_id FROM ch),
+    o AS (
+      SELECT
+        c.cluster_id,
+        greatest(q.collected_at, i.collected_at, d.scraped_at, ch.scraped_at) AS as_of,
+        q.collected_at AS last_snapshot_at,
+        q.cluster_id IS NOT NULL AS has_quorum,
+        q.error_code, q.is_good, q.leader_id, q.leader_epoch, q.max_follower_lag, q.max_follower_lag_time_ms,
+        q.voters, q.voters_within_slo, h.high_watermark_stalled, i.at_min_isr, i.under_min_isr, i.offline,
+        d.worst_divergence_records, d.worst_last_applied_lag_ms, ch.active_controllers,
+        ch.unknown_voter_connections, ch.metadata_errors, ch.fenced_brokers
+      FROM c
+      LEFT JOIN q ON q.cluster_id = c.cluster_id
+      LEFT JOIN h ON h.cluster_id = c.cluster_id
+      LEFT JOIN i ON i.cluster_id = c.cluster_id
+      LEFT JOIN d ON d.cluster_id = c.cluster_id
+      LEFT JOIN ch ON ch.cluster_id = c.cluster_id),
+    f AS (
+      SELECT *,
+             {stale_after_minutes} > 0 AND coalesce(last_snapshot_at, as_of)
+               < current_timestamp() - make_dt_interval(0, 0, {stale_after_minutes}, 0) AS is_stale
+      FROM o)
     SELECT
-      c.cluster_id,
-      greatest(q.collected_at, i.collected_at, d.scraped_at) AS as_of,
+      cluster_id,
+      as_of,
       CASE
-        WHEN (q.cluster_id IS NOT NULL AND (q.error_code <> 0 OR q.leader_id IS NULL
-                                            OR (q.max_follower_lag_time_ms >= 0
-                                                AND q.voters_within_slo < floor(q.voters / 2) + 1)))
-             OR coalesce(i.under_min_isr, 0) > 0 OR coalesce(i.offline, 0) > 0 THEN 'critical'
-        WHEN coalesce(i.at_min_isr, 0) > 0 OR NOT coalesce(q.is_good, true)
-             OR coalesce(q.voters_within_slo < q.voters, false) OR coalesce(h.high_watermark_stalled, false)
-             OR coalesce(d.worst_divergence_records, 0) > {divergence_warn_records}
-             OR coalesce(d.worst_last_applied_lag_ms, 0) > {metadata_lag_warn_ms} THEN 'warn'
+        WHEN (has_quorum AND (error_code <> 0 OR leader_id IS NULL
+                              OR (max_follower_lag_time_ms >= 0 AND voters_within_slo < floor(voters / 2) + 1)))
+             OR coalesce(under_min_isr, 0) > 0 OR coalesce(offline, 0) > 0
+             OR coalesce(active_controllers <> 1, false) THEN 'critical'
+        WHEN coalesce(at_min_isr, 0) > 0 OR NOT coalesce(is_good, true)
+             OR coalesce(voters_within_slo < voters, false) OR coalesce(high_watermark_stalled, false)
+             OR coalesce(worst_divergence_records, 0) > {divergence_warn_records}
+             OR coalesce(worst_last_applied_lag_ms, 0) > {metadata_lag_warn_ms}
+             OR coalesce(metadata_errors, 0) > 0 OR coalesce(unknown_voter_connections, 0) > 0
+             OR coalesce(fenced_brokers, 0) > 0 THEN 'warn'
+        WHEN is_stale THEN 'stale'
         ELSE 'ok'
       END AS status,
-      q.leader_id, q.leader_epoch, q.max_follower_lag, q.max_follower_lag_time_ms, q.voters, q.voters_within_slo,
-      h.high_watermark_stalled, i.at_min_isr, i.under_min_isr, i.offline,
-      d.worst_divergence_records, d.worst_last_applied_lag_ms
-    FROM c
-    LEFT JOIN q ON q.cluster_id = c.cluster_id
-    LEFT JOIN h ON h.cluster_id = c.cluster_id
-    LEFT JOIN i ON i.cluster_id = c.cluster_id
-    LEFT JOIN d ON d.cluster_id = c.cluster_id
+      leader_id, leader_epoch, max_follower_lag, max_follower_lag_time_ms, voters, voters_within_slo,
+      high_watermark_stalled, at_min_isr, under_min_isr, offline, worst_divergence_records, worst_last_applied_lag_ms,
+      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers
+    FROM f
     """,
 )
 
 SLO_ATTAINMENT_DAILY = ViewSpec(
     "gold.v_slo_attainment_daily",
-    "Quorum SLO attainment per cluster per UTC day",
+    "Quorum SLO attainment per cluster per UTC day. To roll up (several days, several clusters), divide the sums: "
+    "sum(good_snapshots) / sum(snapshots); never average sli (an average of ratios weighs a quiet day like a busy one)",
     (
         ("cluster_id", "Cluster"),
         ("day", "UTC day"),
-        ("snapshots", "Quorum snapshots that day, error responses included"),
-        ("good_snapshots", "Snapshots with a leader and MaxFollowerLagTimeMs within the SLO"),
-        ("sli", "good_snapshots / snapshots"),
+        ("snapshots", "Quorum snapshots that day, error responses included (additive: sum it)"),
+        ("good_snapshots", "Snapshots with a leader and MaxFollowerLagTimeMs within the SLO (additive: sum it)"),
+        ("sli", "good_snapshots / snapshots for this cluster and day only; roll up as sum(good_snapshots) / "
+                "sum(snapshots), never avg(sli)"),
     ),
     """
     SELECT cluster_id, to_date(collected_at) AS day, count(*) AS snapshots, count_if(is_good) AS good_snapshots,
@@ -133,10 +178,107 @@ PARTITIONS_AT_MIN_ISR = ViewSpec(
 VIEWS = (FLEET_OVERVIEW, SLO_ATTAINMENT_DAILY, PARTITIONS_AT_MIN_ISR)
 
 
+@dataclass(frozen=True)
+class MetricViewSpec:
+    """A Unity Catalog metric view (Databricks SQL `CREATE VIEW ... WITH METRICS LANGUAGE YAML`): measures are
+    aggregate expressions over the source's rows, evaluated at whatever grain a query groups by, so a ratio measure
+    re-aggregates correctly in every BI tool. Open-source Spark cannot create one: locally the documented view
+    `gold.v_slo_attainment_daily` (additive counts + roll-up rule in its comments) stands in."""
+    name: str
+    yaml: str  # the metric view definition, with {gold.table} placeholders for the source
+
+
+QUORUM_SLO_METRICS = MetricViewSpec(
+    "gold.m_quorum_slo",
+    """\
+version: "1.1"
+comment: >-
+  Quorum SLO attainment over any slice of clusters and time: a quorum snapshot is good when it has a leader and
+  MaxFollowerLagTimeMs is between 0 and the SLO. sli is sum(good) / sum(snapshots) at the query's grain.
+source: {gold.quorum_status}
+dimensions:
+  - name: cluster_id
+    expr: cluster_id
+    comment: Cluster
+  - name: day
+    expr: DATE_TRUNC('DAY', collected_at)
+    comment: UTC day of the snapshot
+  - name: hour
+    expr: DATE_TRUNC('HOUR', collected_at)
+    comment: UTC hour of the snapshot
+  - name: window_start
+    expr: window_start
+    comment: Start of the tumbling window holding the snapshot
+measures:
+  - name: snapshots
+    expr: COUNT(1)
+    comment: Quorum snapshots, error responses included
+  - name: good_snapshots
+    expr: COUNT_IF(is_good)
+    comment: Snapshots with a leader and MaxFollowerLagTimeMs within the SLO
+  - name: sli
+    expr: COUNT_IF(is_good) / COUNT(1)
+    comment: good_snapshots / snapshots over the rows of the query's grain (never an average of ratios)
+  - name: leader_changes
+    expr: SUM(leader_change)
+    comment: Leader epoch increases
+""",
+)
+
+REPLICA_SLO_METRICS = MetricViewSpec(
+    "gold.m_replica_slo",
+    """\
+version: "1.1"
+comment: >-
+  Replica caught-up-lag SLO attainment over any slice of clusters, replicas and time, from the per-window counts of
+  gold.replica_lag_sli: sli is sum(good_snapshots) / sum(snapshots) at the query's grain.
+source: {gold.replica_lag_sli}
+dimensions:
+  - name: cluster_id
+    expr: cluster_id
+    comment: Cluster
+  - name: replica_id
+    expr: replica_id
+    comment: Replica (node) id
+  - name: is_voter
+    expr: is_voter
+    comment: Voter (true) or observer (false)
+  - name: day
+    expr: DATE_TRUNC('DAY', window_start)
+    comment: UTC day of the window
+  - name: window_start
+    expr: window_start
+    comment: Window start
+measures:
+  - name: snapshots
+    expr: SUM(snapshots)
+    comment: Replica snapshots
+  - name: good_snapshots
+    expr: SUM(good_snapshots)
+    comment: Replica snapshots with a known caught-up lag within the SLO
+  - name: sli
+    expr: SUM(good_snapshots) / SUM(snapshots)
+    comment: good_snapshots / snapshots over the rows of the query's grain (never an average of ratios)
+  - name: max_caught_up_lag_ms
+    expr: MAX(max_caught_up_lag_ms)
+    comment: Largest known caught-up lag (ms)
+""",
+)
+
+METRIC_VIEWS = (QUORUM_SLO_METRICS, REPLICA_SLO_METRICS)
+
+
+def metric_view_statements(resolve: Callable[[str], str]) -> list[str]:
+    """CREATE OR REPLACE VIEW ... WITH METRICS statements (Databricks SQL only), names resolved like the views'."""
+    statements = []
+    for view in METRIC_VIEWS:
+        body = re.sub(r"\{((?:gold|silver|bronze)\.[a-z_]+)\}", lambda m: resolve(m.group(1)), view.yaml)
+        statements.append(f"CREATE OR REPLACE VIEW {resolve(view.name)} WITH METRICS LANGUAGE YAML AS $$\n{body}$$")
+    return statements
+
+
 def view_statements(resolve: Callable[[str], str], settings: dict[str, object]) -> list[str]:
     """CREATE OR REPLACE VIEW statements, with table names resolved by `resolve("gold.quorum_status")`."""
-    import re
-
     statements = []
     for view in VIEWS:
         sql = re.sub(r"\{((?:gold|silver|bronze)\.[a-z_]+)\}", lambda m: resolve(m.group(1)), view.sql)

@@ -56,6 +56,9 @@ class Config:
     # Fleet overview: a node this far behind the active controller (records or ms) makes its cluster `warn`.
     divergence_warn_records: int = 1000
     metadata_lag_warn_ms: int = 30_000
+    # Fleet overview: a cluster with no new quorum snapshot for this many minutes (by the query's clock) is `stale`;
+    # 0 turns the check off (e.g. to look at a replayed or simulated history).
+    stale_after_minutes: int = 15
     # min.insync.replicas for kafka-topics captures whose topic does not configure it (Kafka's default is 1).
     default_min_isr: int = 1
     # Testing hook of the crash harness (tests/e2e/test_crash.py): the run kills itself with SIGKILL when it reaches
@@ -87,7 +90,7 @@ class Config:
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be at least 1")
         for name in ("replica_caught_up_slo_ms", "quorum_lag_time_slo_ms", "high_watermark_stall_ms",
-                     "divergence_tolerance_ms", "future_skew_ms"):
+                     "divergence_tolerance_ms", "future_skew_ms", "stale_after_minutes"):
             if int(getattr(self, name)) < 0:
                 raise ConfigError(f"{name} must not be negative")
         if self.run_at.tzinfo is None:

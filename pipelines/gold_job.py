@@ -10,7 +10,8 @@ values did not change are not rewritten. A late file therefore re-opens exactly 
   -> gold.replica_lag_sli per window;
 - partition states -> gold.isr_health and gold.isr_health_by_topic per snapshot, gold.at_min_isr_episodes per
   partition from the start of the episode the earliest change falls in;
-- node metrics -> gold.metadata_offset_divergence for the scrapes within the pairing tolerance of the changes.
+- node metrics -> gold.metadata_offset_divergence for the scrapes within the pairing tolerance of the changes, and
+  gold.controller_health for the node windows the changes fall in.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from gold.controller import build_controller_health
 from gold.divergence import build_metadata_offset_divergence
 from gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
 from gold.quorum import build_quorum_health, build_quorum_status, seed_before, window_start
@@ -31,6 +33,7 @@ from pipelines.faults import reached
 from pipelines.io import Bounds, Lakehouse
 from pipelines.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_CONTROLLER_HEALTH,
     GOLD_ISR_HEALTH,
     GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_METADATA_OFFSET_DIVERGENCE,
@@ -80,8 +83,9 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
             steps.append(("ISR health and AtMinIsr episodes",
                           lambda: _isr(lakehouse, changed[SILVER_PARTITION_STATES.name])))
         if SILVER_NODE_METRICS.name in changed:
-            steps.append(("metadata offset divergence",
-                          lambda: _divergence(lakehouse, changed[SILVER_NODE_METRICS.name])))
+            metrics = changed[SILVER_NODE_METRICS.name]
+            steps.append(("metadata offset divergence", lambda: _divergence(lakehouse, metrics)))
+            steps.append(("controller health", lambda: _controller_health(lakehouse, metrics)))
         for what, step in steps:
             started = time.monotonic()
             step()
@@ -107,7 +111,9 @@ def create_views(lakehouse: Lakehouse) -> None:
     """(Re)create the gold views; cheap, so done at every start (the local catalog lives in the process)."""
     config = lakehouse.config
     settings = {"divergence_warn_records": config.divergence_warn_records,
-                "metadata_lag_warn_ms": config.metadata_lag_warn_ms}
+                "metadata_lag_warn_ms": config.metadata_lag_warn_ms,
+                "stale_after_minutes": config.stale_after_minutes,
+                "window_minutes": config.window_minutes}
 
     def resolve(name: str) -> str:
         try:
@@ -291,6 +297,25 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
     lakehouse.replace_scope(GOLD_METADATA_OFFSET_DIVERGENCE, rows, ranges, match,
                             Bounds.of(ranges, "hi", lo_column="lo").on("scraped_at"))
     ranges.unpersist()
+
+
+def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
+    """Recompute gold.controller_health for every node window a change of silver.node_metrics falls in."""
+    minutes = lakehouse.config.window_minutes
+    key = ["cluster_id", "node_id", "window_start"]
+    windows = batch.select("cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start")
+                           ).distinct().persist()
+    bounds = windows.agg(F.min("window_start").alias("lo"), F.max("window_start").alias("hi")).first()
+    rows = (
+        lakehouse.read(SILVER_NODE_METRICS)
+        .where(F.col("scraped_at").between(F.lit(bounds["lo"]), F.lit(bounds["hi"] + timedelta(minutes=minutes))))
+        .withColumn("window_start", window_start(F.col("scraped_at"), minutes))
+        .join(windows, key, "left_semi")
+        .drop("window_start")
+    )
+    lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, build_controller_health(rows, minutes), windows,
+                             Bounds.of(windows, "window_start"))
+    windows.unpersist()
 
 
 # --- bookkeeping -----------------------------------------------------------------------------------------------------

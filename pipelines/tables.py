@@ -2,6 +2,13 @@
 
 A table is found here by its name alone (`bronze.quorum_raw`); `pipelines.io` creates and registers them from
 these specs, and the contract tests compare each layer function's output with the schema declared here.
+
+`clustering` names each table's liquid-clustering keys (`CLUSTER BY (...)`): the columns of the predicates its
+readers and MERGEs use, cluster first, then the time the incremental jobs bound their reads by. Where the catalog
+supports it (Unity Catalog managed tables with predictive optimization), a `cluster_by_auto` setting is meant to
+create them with `CLUSTER BY AUTO` instead, letting Databricks choose and change the keys from the query history;
+the keys declared here stay the fallback for local Delta and other catalogs. (Creating tables with these keys is
+`pipelines.io`'s job.)
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ class TableSpec:
     comment: str
     partitioned_by: tuple[str, ...] = field(default=())
     properties: tuple[tuple[str, str], ...] = field(default=())
+    # liquid-clustering keys (at most 4, never together with partitioned_by); empty: not clustered
+    clustering: tuple[str, ...] = field(default=())
 
     @property
     def name(self) -> str:
@@ -39,6 +48,10 @@ class TableSpec:
 def _sql_str(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
+
+# Bronze is MERGEd on record_id (a hash: no layout helps a hash lookup more than file statistics on a sorted
+# column would), and silver reads it back by the keys a batch touches: cluster and capture time.
+_RAW_CLUSTERING = ("cluster_id", "collected_at")
 
 _RAW_COLUMNS = (
     ("record_id", "STRING", "Idempotency key: hash of format, meaningful path segments, file content and line number"),
@@ -64,17 +77,17 @@ _CDF = (("delta.enableChangeDataFeed", "true"),)
 BRONZE_QUORUM_RAW = TableSpec(
     "bronze", "quorum_raw", _RAW_COLUMNS, ("record_id",),
     "Raw DescribeQuorum responses (JSON Lines) and kafka-metadata-quorum captures; one row per landing record",
-    properties=_CDF,
+    properties=_CDF, clustering=_RAW_CLUSTERING,
 )
 BRONZE_METRICS_RAW = TableSpec(
     "bronze", "metrics_raw", _RAW_COLUMNS, ("record_id",),
     "Raw Prometheus scrapes (one row per file) and JMX JSON samples (one row per line); one row per landing record",
-    properties=_CDF,
+    properties=_CDF, clustering=_RAW_CLUSTERING,
 )
 BRONZE_PARTITIONS_RAW = TableSpec(
     "bronze", "partitions_raw", _RAW_COLUMNS, ("record_id",),
     "Raw partition-state JSON Lines and kafka-topics --describe captures; one row per landing record",
-    properties=_CDF,
+    properties=_CDF, clustering=_RAW_CLUSTERING,
 )
 # Run bookkeeping: which landing files were ingested, and how far each layer has read the tables it builds from.
 BRONZE_INGEST_RUNS = TableSpec(
@@ -133,6 +146,7 @@ SILVER_QUORUM_SNAPSHOTS = TableSpec(
         ("ingested_at", _TS, "When the (latest) source record was ingested into bronze"),
     ),
     ("cluster_id", "collected_at"), "One row per quorum snapshot (cluster, capture time)", properties=_CDF,
+    clustering=("cluster_id", "collected_at"),
 )
 SILVER_REPLICA_STATES = TableSpec(
     "silver", "replica_states",
@@ -155,7 +169,7 @@ SILVER_REPLICA_STATES = TableSpec(
         ("ingested_at", _TS, "When the source record was ingested into bronze"),
     ),
     ("cluster_id", "collected_at", "replica_id", "is_voter"), "One row per replica per quorum snapshot",
-    properties=_CDF,
+    properties=_CDF, clustering=("cluster_id", "collected_at"),
 )
 SILVER_PARTITION_STATES = TableSpec(
     "silver", "partition_states",
@@ -184,6 +198,7 @@ SILVER_PARTITION_STATES = TableSpec(
         ("ingested_at", _TS, "When the source record was ingested into bronze"),
     ),
     ("cluster_id", "collected_at", "topic", "partition"), "One row per partition per snapshot", properties=_CDF,
+    clustering=("cluster_id", "collected_at"),
 )
 SILVER_NODE_METRICS = TableSpec(
     "silver", "node_metrics",
@@ -204,7 +219,7 @@ SILVER_NODE_METRICS = TableSpec(
         ("ingested_at", _TS, "When the source record was ingested into bronze"),
     ),
     ("cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"), "One row per metric sample",
-    properties=_CDF,
+    properties=_CDF, clustering=("cluster_id", "scraped_at", "metric"),
 )
 SILVER_QUARANTINE = TableSpec(
     "silver", "quarantine",
@@ -220,6 +235,7 @@ SILVER_QUARANTINE = TableSpec(
         ("quarantined_at", _TS, "Start time of the run that quarantined it"),
     ),
     ("quarantine_id",), "One row per rejected record or row, with the rules it failed",
+    clustering=("target_table", "quarantined_at"),
 )
 SILVER_DQ_VALIDATIONS = TableSpec(
     "silver", "dq_validations",
@@ -236,6 +252,7 @@ SILVER_DQ_VALIDATIONS = TableSpec(
         ("error", "STRING", "Exception raised by the expectation, if any"),
     ),
     ("run_at", "table_name", "batch", "rule"), "Great Expectations results: one row per rule per validated batch",
+    clustering=("table_name", "run_at"),
 )
 
 GOLD_QUORUM_STATUS = TableSpec(
@@ -262,6 +279,7 @@ GOLD_QUORUM_STATUS = TableSpec(
     ),
     ("cluster_id", "collected_at"), "Per quorum snapshot: leader, MaxFollowerLag/TimeMs as the CLI computes them, "
     "voters within the SLO",
+    clustering=("cluster_id", "collected_at"),
 )
 GOLD_QUORUM_HEALTH = TableSpec(
     "gold", "quorum_health",
@@ -281,6 +299,7 @@ GOLD_QUORUM_HEALTH = TableSpec(
         ("sli", "DOUBLE", "good_snapshots / snapshots"),
     ),
     ("cluster_id", "window_start"), "Quorum health SLI per cluster per window",
+    clustering=("cluster_id", "window_start"),
 )
 GOLD_REPLICA_LAG_SLI = TableSpec(
     "gold", "replica_lag_sli",
@@ -300,6 +319,7 @@ GOLD_REPLICA_LAG_SLI = TableSpec(
         ("sli", "DOUBLE", "good_snapshots / snapshots"),
     ),
     ("cluster_id", "replica_id", "is_voter", "window_start"), "Replica lag SLI per replica per window",
+    clustering=("cluster_id", "window_start"),
 )
 _ISR_COUNTS = (
     ("partitions", "INT", "Partitions in the snapshot"),
@@ -313,12 +333,14 @@ GOLD_ISR_HEALTH = TableSpec(
     (("cluster_id", "STRING", "Cluster"), ("collected_at", _TS, "Capture time of the partition snapshot"),
      *_ISR_COUNTS),
     ("cluster_id", "collected_at"), "Partition replication health per cluster snapshot (flags counted, not status)",
+    clustering=("cluster_id", "collected_at"),
 )
 GOLD_ISR_HEALTH_BY_TOPIC = TableSpec(
     "gold", "isr_health_by_topic",
     (("cluster_id", "STRING", "Cluster"), ("collected_at", _TS, "Capture time of the partition snapshot"),
      ("topic", "STRING", "Topic"), *_ISR_COUNTS),
     ("cluster_id", "collected_at", "topic"), "Partition replication health per cluster snapshot and topic",
+    clustering=("cluster_id", "collected_at"),
 )
 GOLD_AT_MIN_ISR_EPISODES = TableSpec(
     "gold", "at_min_isr_episodes",
@@ -335,6 +357,7 @@ GOLD_AT_MIN_ISR_EPISODES = TableSpec(
         ("bounces", "INT", "Earlier episodes of this partition that started within the flap window before this one"),
     ),
     ("cluster_id", "topic", "partition", "started_at"), "AtMinIsr episodes per partition (KIP-427)",
+    clustering=("cluster_id", "topic", "partition", "started_at"),
 )
 GOLD_METADATA_OFFSET_DIVERGENCE = TableSpec(
     "gold", "metadata_offset_divergence",
@@ -352,11 +375,46 @@ GOLD_METADATA_OFFSET_DIVERGENCE = TableSpec(
         ("last_applied_lag_ms", "BIGINT", "Node's last-applied-record lag (ms, KIP-835)"),
     ),
     ("cluster_id", "node_id", "scraped_at"), "Metadata offset divergence per node scrape (KIP-835)",
+    clustering=("cluster_id", "scraped_at"),
+)
+GOLD_CONTROLLER_HEALTH = TableSpec(
+    "gold", "controller_health",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("node_id", "INT", "Node"),
+        ("window_start", _TS, "Window start (epoch-aligned tumbling window, by scrape time)"),
+        ("window_end", _TS, "Window end (exclusive)"),
+        ("node_role", "STRING", "controller, broker or combined, as of the node's last scrape in the window"),
+        ("scrapes", "BIGINT", "Scrapes of this node in the window"),
+        ("last_scraped_at", _TS, "The node's last scrape in the window"),
+        ("raft_state", "STRING",
+         "Raft state at the last scrape that has it: leader, candidate, voted, follower, unattached, observer "
+         "(Strimzi names only; the exporter's default names drop this String attribute)"),
+        ("current_vote", "INT", "Voted-for node at the last scrape (raft current-vote; -1: none)"),
+        ("avg_commit_latency_ms", "DOUBLE", "Mean of the scraped raft commit-latency-avg values (ms; NaN ignored)"),
+        ("max_commit_latency_ms", "DOUBLE", "Largest scraped raft commit-latency-max (ms; idle NaN ignored)"),
+        ("avg_election_latency_ms", "DOUBLE", "Mean of the scraped raft election-latency-avg values (ms)"),
+        ("max_election_latency_ms", "DOUBLE", "Largest scraped raft election-latency-max (ms)"),
+        ("unknown_voter_connections", "INT",
+         "Most voters whose connection information was unknown (raft number-unknown-voter-connections)"),
+        ("append_records_per_s", "DOUBLE", "Mean raft append-records-rate (records/s appended as leader)"),
+        ("fetch_records_per_s", "DOUBLE", "Mean raft fetch-records-rate (records/s fetched from the leader)"),
+        ("fenced_brokers", "INT", "Most fenced brokers a controller reported (FencedBrokerCount)"),
+        ("active_brokers", "INT", "Fewest unfenced brokers a controller reported (ActiveBrokerCount)"),
+        ("metadata_errors", "BIGINT",
+         "Largest metadata error count: controller MetadataErrorCount plus broker metadata load and apply errors"),
+        ("timed_out_broker_heartbeats", "BIGINT",
+         "Largest TimedOutBrokerHeartbeatCount (counted since the controller started)"),
+        ("active_controller_count", "INT", "ActiveControllerCount at the last scrape: 1 on the active controller"),
+    ),
+    ("cluster_id", "node_id", "window_start"),
+    "KRaft controller and raft-client health per node per window (latency, votes, broker fencing, metadata errors)",
+    clustering=("cluster_id", "window_start"),
 )
 
 GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_QUORUM_STATUS, GOLD_QUORUM_HEALTH, GOLD_REPLICA_LAG_SLI, GOLD_ISR_HEALTH, GOLD_ISR_HEALTH_BY_TOPIC,
-    GOLD_AT_MIN_ISR_EPISODES, GOLD_METADATA_OFFSET_DIVERGENCE,
+    GOLD_AT_MIN_ISR_EPISODES, GOLD_METADATA_OFFSET_DIVERGENCE, GOLD_CONTROLLER_HEALTH,
 )
 
 ALL_TABLES: tuple[TableSpec, ...] = (

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv at the repo root and install quorumlake with everything it needs to run and test.
+# Versions are pinned by constraints.txt (pip -c), so a fresh clone installs exactly what CI tested;
+# `--unpinned` resolves from pyproject.toml alone (used by `make constraints` to re-pin after an upgrade).
 # Delta's JVM jars are fetched from Maven Central by the first Spark start and cached (see README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,5 +15,17 @@ command -v java >/dev/null || { echo "quorumlake needs Java 17 (java not found o
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[dev]"
+if [ "${1:-}" = "--unpinned" ]; then
+  pins=()
+  tooling=(--upgrade pip setuptools wheel)
+  unset PIP_CONSTRAINT
+else
+  pins=(-c constraints.txt)
+  tooling=(pip setuptools wheel)
+  # PIP_CONSTRAINT also pins the isolated build environment of the editable install (setuptools, wheel).
+  export PIP_CONSTRAINT="$PWD/constraints.txt"
+fi
+pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check "${pins[@]}")
+"${pip[@]}" "${tooling[@]}"
+# setuptools says, as information only, that an editable install should not be shadowed by same-named folders
+PYTHONWARNINGS="ignore:Editable installation" "${pip[@]}" -e ".[dev]"

@@ -82,7 +82,8 @@ def build_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
         bad_lines, "silver.node_metrics", F.array(F.lit("sample_line_parses")),
         F.concat(F.lit("line "), F.col("_e.line_number").cast("string"), F.lit(" of "), F.col("source_file"),
                  F.lit(": "), F.col("_e.reason")),
-        F.to_json(F.struct("source_file", F.col("_e.line_number").alias("line_number"), F.col("_e.line").alias("line"))),
+        F.to_json(F.struct("source_file", F.col("_e.line_number").alias("line_number"),
+                           F.col("_e.line").alias("line"))),
     )
 
     jmx = readable.where(F.col("format") == "jmx_json").select(

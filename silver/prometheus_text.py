@@ -7,7 +7,12 @@ one row per node per scrape per metric (per topic and partition for the partitio
 - `canonical_from_mbean`: the same for a Jolokia-style read (JMX ObjectName + attribute).
 - `node_role`: `controller`, `broker` or `combined` from the canonical names a node exposes.
 
-Naming facts are in `kafka-surfaces.md` §4 and §6; the canonical names in `contract.md` §2 (silver).
+Naming facts are in `kafka-surfaces.md` §4 and §6; the canonical names in `contract.md` §2 (silver). Beyond the
+contract's list, the KRaft controller-health series behind `gold.controller_health` are canonical too:
+`raft_current_vote`, `raft_number_unknown_voter_connections`, `raft_commit_latency_avg|max`,
+`raft_election_latency_avg|max`, `raft_append_records_rate`, `raft_fetch_records_rate`,
+`controller_fenced_broker_count`, `controller_active_broker_count`, `controller_metadata_error_count`,
+`controller_timed_out_broker_heartbeat_count`.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ _CANONICAL = {
         "lastappliedrecordlagms": "last_applied_record_lag_ms",
         "activecontrollercount": "active_controller_count",
         "offlinepartitionscount": "offline_partitions_count",
+        # ControllerMetadataMetrics (every controller) and QuorumControllerMetrics (3.6+), kafka-surfaces.md §4.1
+        "fencedbrokercount": "fenced_broker_count",
+        "activebrokercount": "active_broker_count",
+        "metadataerrorcount": "metadata_error_count",
+        "timedoutbrokerheartbeatcount": "timed_out_broker_heartbeat_count",
     }.items()
 }
 _CANONICAL.update(
@@ -59,7 +69,15 @@ _CANONICAL.update(
 _CANONICAL.update(
     {
         "kafkaserverraftmetrics" + key.replace("_", ""): "raft_" + key
-        for key in ("current_leader", "current_epoch", "high_watermark", "log_end_offset", "current_state")
+        for key in (
+            "current_leader", "current_epoch", "high_watermark", "log_end_offset", "current_state",
+            # KRaft controller health (raft-metrics on every node, kafka-surfaces.md §4.3). The Strimzi rules type
+            # `*-max` as COUNTER, so jmx_exporter 1.x writes `..._commit_latency_max_total`: the `_total` is
+            # stripped below because the base is known. Idle Avg/Max read NaN, kept as NaN in silver.
+            "current_vote", "number_unknown_voter_connections",
+            "commit_latency_avg", "commit_latency_max", "election_latency_avg", "election_latency_max",
+            "append_records_rate", "fetch_records_rate",
+        )
     }
 )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipelines.simulator.metadata_log import MetadataLog
-from pipelines.simulator.timeline import Election, Timeline
+from pipelines.simulator.timeline import OUTAGE_FENCE_MS, Election, Timeline
 from pipelines.simulator.topology import ClusterTopology, Noise, hashmap_order
 
 NOT_LEADER_OR_FOLLOWER = 6
@@ -277,6 +277,8 @@ class ClusterSim:
             applied_at = self.log.append_time_of(applied)
         states = self.partitions(s)
         fenced = sum(1 for o in self.tl.outages if o.fenced(s))
+        # the active controller counts each broker session it timed out since it started (standbys time out none)
+        timed_out = sum(1 for o in self.tl.outages if o.death_ms + OUTAGE_FENCE_MS <= s) if node == leader else 0
         return {
             "ActiveControllerCount": int(node == leader),
             "LastAppliedRecordOffset": applied,
@@ -290,6 +292,7 @@ class ClusterSim:
             "ActiveBrokerCount": len(self.topo.brokers) - fenced,
             "PreferredReplicaImbalanceCount": sum(1 for p in states if p.leader != p.replicas[0]),
             "MetadataErrorCount": 0,
+            "TimedOutBrokerHeartbeatCount": timed_out,
         }
 
     def broker_metadata_values(self, node: int, s: int) -> dict[str, float]:

@@ -4,6 +4,7 @@ in a real headless browser, and the JDBC endpoint with a real client (beeline)."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -76,8 +77,10 @@ def test_scenario_signatures_in_gold(spark, fleet):
                     f"ORDER BY d DESC").collect()
     assert div[0]["d"] > 500 and all(r["d"] < 100 for r in div[1:])
 
-    overview = {r["cluster_id"]: r["status"] for r in spark.sql("SELECT * FROM gold.v_fleet_overview").collect()}
-    assert overview[healthy] == "ok"
+    overview = {r["cluster_id"]: r for r in spark.sql("SELECT * FROM gold.v_fleet_overview").collect()}
+    # the demo fleet's data is from 2024, far older than stale_after_minutes: nothing else is wrong with it
+    assert overview[healthy]["status"] == "stale" and overview[healthy]["is_stale"]
+    assert all(r["active_controllers"] == 1 for r in overview.values())
 
 
 def test_more_scenario_signatures_in_gold(spark, fleet):
@@ -174,7 +177,8 @@ def test_jdbc_endpoint_answers_a_bi_query_with_beeline(fleet):
         output = result.stdout[result.stdout.find("cluster_id,status"):]
         lines = [line for line in output.splitlines() if "," in line]
         assert lines and lines[0] == "cluster_id,status", result.stdout + result.stderr
-        assert len(lines) == len(SCENARIOS) + 1 and all(line.split(",")[1] in ("ok", "warn", "critical") for line in lines[1:])
+        assert len(lines) == len(SCENARIOS) + 1
+        assert all(line.split(",")[1] in ("ok", "warn", "critical", "stale") for line in lines[1:])
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -202,3 +206,90 @@ def test_maintenance_optimizes_and_vacuums_every_table(spark, fleet, capsys):
     ops = {r["operation"] for r in spark.sql(
         f"DESCRIBE HISTORY delta.`{fleet / 'warehouse' / 'gold' / 'quorum_health'}`").collect()}
     assert "OPTIMIZE" in ops or "VACUUM END" in ops
+
+
+def _fresh_views(fleet, tmp_path, **settings) -> None:
+    """(Re)create the tables' registrations and the gold views over the demo warehouse with these settings."""
+    config = tmp_path / "settings.toml"
+    config.write_text("".join(f"{key} = {value}\n" for key, value in settings.items()))
+    assert cli.main(["sql", "SELECT 1", "--warehouse", str(fleet / "warehouse"), "--config", str(config)]) == 0
+
+
+def test_controller_health_from_the_demo_fleet(spark, fleet, tmp_path):
+    _fresh_views(fleet, tmp_path)
+    health = spark.sql("SELECT * FROM gold.controller_health")
+    clusters = {r["cluster_id"] for r in spark.sql("SELECT DISTINCT cluster_id FROM gold.quorum_status").collect()}
+    assert {r["cluster_id"] for r in health.select("cluster_id").distinct().collect()} == clusters
+    per_cluster = {r["cluster_id"]: r for r in spark.sql(
+        "SELECT cluster_id, max(max_election_latency_ms) AS election_ms, max(fenced_brokers) AS fenced, "
+        "max(timed_out_broker_heartbeats) AS timed_out, max(avg_commit_latency_ms) AS commit_ms, "
+        "count_if(raft_state = 'leader') AS leader_windows, count_if(isnan(max_commit_latency_ms)) AS nan_rows "
+        "FROM gold.controller_health GROUP BY cluster_id").collect()}
+    assert per_cluster[_cluster(spark, "leader-election")]["election_ms"] > 0
+    assert per_cluster[_cluster(spark, "broker-failure")]["fenced"] >= 1
+    assert per_cluster[_cluster(spark, "broker-failure")]["timed_out"] >= 1
+    healthy = per_cluster[_cluster(spark, "healthy")]
+    assert healthy["fenced"] == 0 and healthy["election_ms"] is None and 0 < healthy["commit_ms"] < 100
+    assert all(r["nan_rows"] == 0 for r in per_cluster.values()), "idle NaN readings must become NULL"
+
+
+def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
+    from tests.unit.test_bundle import alert_queries
+
+    _fresh_views(fleet, tmp_path)
+    queries = alert_queries("spark_catalog")
+    overview = spark.sql("SELECT * FROM gold.v_fleet_overview").collect()
+
+    (critical,) = spark.sql(queries["quorumlake_cluster_critical"]).collect()
+    assert critical["critical_clusters"] == sum(r["status"] == "critical" for r in overview)
+
+    # the demo's faults ended in 2024: nothing escalated within the lookback, but every escalation is found with a
+    # lookback reaching back to it
+    (recent,) = spark.sql(queries["quorumlake_at_min_isr_escalated"]).collect()
+    assert recent["escalated_episodes"] == 0
+    long_ago = queries["quorumlake_at_min_isr_escalated"].replace("make_dt_interval(0, 0, 30, 0)",
+                                                                  "make_dt_interval(36500, 0, 0, 0)")
+    (ever,) = spark.sql(long_ago).collect()
+    escalated = spark.sql("SELECT count_if(escalated) FROM gold.at_min_isr_episodes").first()[0]
+    assert ever["escalated_episodes"] == escalated >= 1
+    assert _cluster(spark, "broker-failure") in ever["partitions"]
+
+    # every demo cluster's last snapshot is from 2024: all stale; with staleness off, none
+    (stale,) = spark.sql(queries["quorumlake_stale_data"]).collect()
+    assert stale["stale_clusters"] == len(SCENARIOS) and stale["oldest_data_at"] is not None
+    _fresh_views(fleet, tmp_path, stale_after_minutes=0)
+    (stale,) = spark.sql(queries["quorumlake_stale_data"]).collect()
+    assert stale["stale_clusters"] == 0
+    statuses = {r["cluster_id"]: r["status"] for r in spark.sql("SELECT * FROM gold.v_fleet_overview").collect()}
+    assert statuses[_cluster(spark, "healthy")] == "ok" and "stale" not in statuses.values()
+
+
+def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, fleet, tmp_path):
+    """The metric views' measures, expanded into plain Spark SQL over their source at two grains: per cluster and
+    day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(snapshots)."""
+    import yaml
+
+    from gold.views import METRIC_VIEWS
+
+    _fresh_views(fleet, tmp_path)
+
+    def query(view, dimensions):
+        spec = yaml.safe_load(re.sub(r"\{(gold\.[a-z_]+)\}", r"\1", view.yaml))
+        dims = {d["name"]: d["expr"] for d in spec["dimensions"]}
+        select = [f"{dims[d]} AS {d}" for d in dimensions] + [f"{m['expr']} AS {m['name']}" for m in spec["measures"]]
+        group = f" GROUP BY {', '.join(dims[d] for d in dimensions)}" if dimensions else ""
+        return spark.sql(f"SELECT {', '.join(select)} FROM {spec['source']}{group}").collect()
+
+    quorum = {view.name: view for view in METRIC_VIEWS}["gold.m_quorum_slo"]
+    daily = {(r["cluster_id"], r["day"]): r for r in spark.sql("SELECT * FROM gold.v_slo_attainment_daily").collect()}
+    by_day = query(quorum, ["cluster_id", "day"])
+    assert len(by_day) == len(daily)
+    for r in by_day:
+        expected = daily[(r["cluster_id"], r["day"].date())]
+        assert (r["snapshots"], r["good_snapshots"], r["sli"]) == (
+            expected["snapshots"], expected["good_snapshots"], expected["sli"])
+    (fleet_wide,) = query(quorum, [])
+    assert fleet_wide["sli"] == sum(r["good_snapshots"] for r in daily.values()) / sum(
+        r["snapshots"] for r in daily.values())
+    for view in METRIC_VIEWS:
+        assert query(view, ["cluster_id"]) and query(view, [])

@@ -208,15 +208,17 @@ def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_n
         "ended_at": (None, at("03:34:50")), "duration_ms": (60_000, 30_000), "snapshots": (2, 1),
         "escalated": (True, False), "max_status": ("under_min_isr", "at_min_isr")}})
     assert changes["metadata_offset_divergence"] == (set(), set(), {})
+    assert changes["controller_health"] == (set(), set(), {})
 
     # Delta's own account of the run agrees: exactly those rows were inserted or updated, none deleted, and a
     # table whose inputs did not change got no commit at all
     assert {name: rows_written_since(spark, name, versions[name]) for name in GOLD} == {
         "quorum_status": (1, 1, 0), "quorum_health": (1, 1, 0), "replica_lag_sli": (4, 0, 0),
         "isr_health": (1, 0, 0), "isr_health_by_topic": (1, 0, 0), "at_min_isr_episodes": (0, 1, 0),
-        "metadata_offset_divergence": (0, 0, 0),
+        "metadata_offset_divergence": (0, 0, 0), "controller_health": (0, 0, 0),
     }
     assert gold_versions(spark)["metadata_offset_divergence"] == versions["metadata_offset_divergence"]
+    assert gold_versions(spark)["controller_health"] == versions["controller_health"]
 
     # A run with nothing new: same contents, no new commit, no new data file
     versions, files = gold_versions(spark), data_files(warehouse)

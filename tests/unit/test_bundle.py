@@ -59,7 +59,14 @@ GOLD_COLUMNS: dict[str, set[str]] = {
                                    "divergence_records", "last_applied_lag_ms"},
     "v_fleet_overview": {"cluster_id", "as_of", "leader_id", "max_follower_lag", "max_follower_lag_time_ms",
                          "voters", "voters_within_slo", "at_min_isr", "under_min_isr", "offline",
-                         "worst_divergence_records", "status"},
+                         "worst_divergence_records", "status", "last_snapshot_at", "is_stale",
+                         "active_controllers", "unknown_voter_connections", "metadata_errors", "fenced_brokers"},
+    "controller_health": {"cluster_id", "node_id", "window_start", "window_end", "node_role", "scrapes",
+                          "last_scraped_at", "raft_state", "current_vote", "avg_commit_latency_ms",
+                          "max_commit_latency_ms", "avg_election_latency_ms", "max_election_latency_ms",
+                          "unknown_voter_connections", "append_records_per_s", "fetch_records_per_s",
+                          "fenced_brokers", "active_brokers", "metadata_errors", "timed_out_broker_heartbeats",
+                          "active_controller_count"},
     "v_slo_attainment_daily": {"cluster_id", "day", "snapshots", "good_snapshots", "sli"},
     "v_partitions_at_min_isr": {"cluster_id", "topic", "partition", "started_at", "duration_ms", "snapshots",
                                 "escalated"},
@@ -181,6 +188,10 @@ def _jobs(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return view.get("resources", {}).get("jobs", {})
 
 
+def _alerts(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return view.get("resources", {}).get("alerts", {})
+
+
 def _wheel_tasks(view: dict[str, Any]):
     for job_key, job in _jobs(view).items():
         for task in job.get("tasks", []):
@@ -259,7 +270,19 @@ def _without_entry_point(view):
 
 
 def _bad_pause_status(view):
-    view["resources"]["jobs"]["quorumlake_pipeline"]["schedule"]["pause_status"] = "SOMETIMES"
+    view["resources"]["jobs"]["quorumlake_pipeline"]["trigger"]["pause_status"] = "SOMETIMES"
+
+
+def _file_arrival_without_url(view):
+    del view["resources"]["jobs"]["quorumlake_pipeline"]["trigger"]["file_arrival"]["url"]
+
+
+def _alert_without_query(view):
+    del view["resources"]["alerts"]["quorumlake_cluster_critical"]["query_text"]
+
+
+def _alert_bad_operator(view):
+    view["resources"]["alerts"]["quorumlake_stale_data"]["evaluation"]["comparison_operator"] = "MORE_THAN"
 
 
 def _depends_on_not_a_list(view):
@@ -275,7 +298,8 @@ def _unknown_target_key(view):
 
 
 @pytest.mark.parametrize("breakage", [_without_task_key, _unknown_job_key, _without_entry_point, _bad_pause_status,
-                                      _depends_on_not_a_list, _schema_without_catalog, _unknown_target_key])
+                                      _depends_on_not_a_list, _schema_without_catalog, _unknown_target_key,
+                                      _file_arrival_without_url, _alert_without_query, _alert_bad_operator])
 def test_a_broken_bundle_fails_validation(validator, breakage):
     view = _target_view("prod")
     assert not _schema_errors(validator, view)
@@ -299,7 +323,7 @@ def test_includes_resources_and_every_file_is_picked_up():
     assert _root()["include"] == ["resources/*.yml"]
     names = {p.name for p in _included_files()}
     assert {"quorumlake_pipeline.job.yml", "quorumlake_maintenance.job.yml", "quorumlake.dashboard.yml",
-            "quorumlake.schemas.yml"} <= names
+            "quorumlake.schemas.yml", "quorumlake.alerts.yml"} <= names
 
 
 def test_no_resource_is_defined_twice():
@@ -358,6 +382,8 @@ def test_dev_is_personal_and_paused():
         for trigger in ("schedule", "trigger", "continuous"):
             if trigger in job:
                 assert job[trigger].get("pause_status", "PAUSED") == "PAUSED", f"{key}.{trigger} runs in dev"
+    for key, alert in _alerts(view).items():
+        assert alert["schedule"].get("pause_status") == "PAUSED", f"alert {key} runs in dev"
 
 
 def test_prod_is_production_with_run_as_and_permissions_from_variables():
@@ -373,7 +399,10 @@ def test_prod_is_production_with_run_as_and_permissions_from_variables():
         assert len(principals) == 1 and VAR_REF.fullmatch(principals[0]), permission
     view = _target_view("prod")
     for key, job in _jobs(view).items():
-        assert job["schedule"]["pause_status"] == "UNPAUSED", f"{key} would not run in prod"
+        (trigger,) = [job[t] for t in ("schedule", "trigger", "continuous") if t in job]
+        assert trigger["pause_status"] == "UNPAUSED", f"{key} would not run in prod"
+    for key, alert in _alerts(view).items():
+        assert alert["schedule"]["pause_status"] == "UNPAUSED", f"alert {key} would not run in prod"
 
 
 def _strings(node: Any, path: str = ""):
@@ -478,11 +507,15 @@ def test_the_pipeline_runs_bronze_then_silver_then_gold():
     assert "--landing=${var.landing_volume_path}" in tasks["bronze"]["python_wheel_task"]["parameters"]
 
 
-def test_the_pipeline_runs_every_five_minutes_and_never_overlaps():
+def test_the_pipeline_runs_when_files_arrive_at_most_every_five_minutes_and_never_overlaps():
     job = _bundle()["resources"]["jobs"]["quorumlake_pipeline"]
-    assert job["schedule"]["quartz_cron_expression"] == "0 0/5 * * * ?"
-    assert job["schedule"]["timezone_id"] == "UTC"
-    assert job["schedule"]["pause_status"] == "${var.pipeline_schedule_pause_status}"
+    assert "schedule" not in job and "continuous" not in job, "a job has one trigger: file arrival"
+    file_arrival = job["trigger"]["file_arrival"]
+    assert file_arrival["url"] == "${var.landing_volume_path}/"
+    assert file_arrival["min_time_between_triggers_seconds"] == 300
+    # a fleet's collectors write continuously: a quiet period would starve the trigger
+    assert "wait_after_last_change_seconds" not in file_arrival
+    assert job["trigger"]["pause_status"] == "${var.pipeline_schedule_pause_status}"
     assert job["max_concurrent_runs"] == 1
     assert job["queue"] == {"enabled": False}
     assert job["email_notifications"]["on_failure"] == "${var.notification_emails}"
@@ -570,6 +603,57 @@ def test_the_wheel_has_the_entry_points_and_no_spark(tmp_path):
     runtime = [r for r in requires if "extra ==" not in r]
     assert not [r for r in runtime if re.search(r"pyspark|delta-spark", r)], "Databricks provides Spark and Delta"
     assert any(n.startswith("expectations/") and n.endswith(".json") for n in names)
+
+
+# --- alerts --------------------------------------------------------------------------------------------------------
+
+
+ALERTS = ("quorumlake_cluster_critical", "quorumlake_at_min_isr_escalated", "quorumlake_stale_data")
+
+
+def alert_queries(catalog: str = "spark_catalog") -> dict[str, str]:
+    """Each alert's SQL as prod would run it, with `catalog` for ${var.catalog} (spark_catalog runs it locally)."""
+    values = {**_variable_values(_bundle(), "prod"), "catalog": catalog}
+    return {key: _substitute(alert["query_text"], values) for key, alert in _alerts(_bundle()).items()}
+
+
+def test_the_three_alerts_of_the_issue():
+    alerts = _alerts(_bundle())
+    assert set(alerts) == set(ALERTS)
+    for key, alert in alerts.items():
+        assert alert["warehouse_id"] == "${var.warehouse_id}", key
+        assert alert["schedule"]["pause_status"] == "${var.pipeline_schedule_pause_status}", key
+        assert alert["schedule"]["timezone_id"] == "UTC"
+        evaluation = alert["evaluation"]
+        assert (evaluation["comparison_operator"], evaluation["threshold"]["value"]["double_value"]) == (
+            "GREATER_THAN", 0), key
+        assert evaluation["notification"]["subscriptions"] == "${var.alert_subscriptions}"
+    assert "status = 'critical'" in alerts["quorumlake_cluster_critical"]["query_text"]
+    assert "escalated" in alerts["quorumlake_at_min_isr_escalated"]["query_text"]
+    assert "is_stale" in alerts["quorumlake_stale_data"]["query_text"]
+    assert "${var.stale_after_minutes}" in alerts["quorumlake_stale_data"]["display_name"]
+
+
+def test_the_stale_minutes_reach_the_pipeline_that_builds_the_view():
+    assert _root()["variables"]["stale_after_minutes"]["default"] == 15
+    for task in _bundle()["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]:
+        assert "--set=stale_after_minutes=${var.stale_after_minutes}" in task["python_wheel_task"]["parameters"]
+
+
+@pytest.mark.parametrize("key", ALERTS)
+def test_every_alert_query_is_spark_sql_over_the_deployment_s_gold(key):
+    alert = _alerts(_bundle())[key]
+    assert "${var.catalog}.${var.schema_prefix}gold." in alert["query_text"]
+    tree = sqlglot.parse_one(alert_queries("main")[key], read="spark")
+    assert isinstance(tree, exp.Query)
+    for table in tree.find_all(exp.Table):
+        assert (table.catalog, table.db) == ("main", "gold"), table.sql()
+        columns = GOLD_COLUMNS.get(table.name) or _registry_columns(f"gold.{table.name}")
+        assert columns, f"{key}: unknown gold object {table.name}"
+        defined = {alias.alias for alias in tree.find_all(exp.Alias)}
+        used = {c.name for c in tree.find_all(exp.Column)} - defined
+        assert used <= columns, f"{key} uses unknown columns {sorted(used - columns)}"
+    assert alert["evaluation"]["source"]["name"] in tree.named_selects
 
 
 # --- the dashboard -------------------------------------------------------------------------------------------------
@@ -703,6 +787,32 @@ def test_the_dashboard_shows_the_issue_s_views():
     for view in ("gold.v_fleet_overview", "gold.v_slo_attainment_daily", "gold.v_partitions_at_min_isr",
                  "gold.metadata_offset_divergence", "gold.isr_health"):
         assert view in sql
+
+
+def test_cluster_and_time_range_filters_cover_the_datasets():
+    datasets = _datasets()
+    filters = {item["widget"]["spec"]["widgetType"]: item["widget"] for _, item in _widgets()
+               if item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")}
+    assert set(filters) == {"filter-multi-select", "filter-date-range-picker"}
+
+    def filtered(widget):
+        fields = {}
+        for query in widget["queries"]:
+            (field,) = query["query"]["fields"]
+            fields[query["query"]["datasetName"]] = field["name"]
+        assert {e["queryName"] for e in widget["spec"]["encodings"]["fields"]} == {q["name"] for q in widget["queries"]}
+        return fields
+
+    outputs = {name: set(sqlglot.parse_one(_dataset_sql(d), read="spark").named_selects) for name, d in datasets.items()}
+    by_cluster = filtered(filters["filter-multi-select"])
+    assert set(by_cluster.values()) == {"cluster_id"}
+    assert set(by_cluster) == {name for name, columns in outputs.items() if "cluster_id" in columns}
+    by_time = filtered(filters["filter-date-range-picker"])
+    for dataset, field in by_time.items():
+        assert field in outputs[dataset]
+    time_series = {"quorum_sli", "voter_lag_sli", "slo_attainment_daily", "isr_health", "metadata_divergence",
+                   "controller_health"}
+    assert set(by_time) == time_series
 
 
 def test_widgets_fit_the_grid_without_overlapping():

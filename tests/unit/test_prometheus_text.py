@@ -249,8 +249,8 @@ def test_strimzi_example_canonical_names():
         ("raft_current_epoch", None, None, 7.0),
         ("raft_high_watermark", None, None, 18542.0),
         ("raft_log_end_offset", None, None, 18542.0),
-        ("kafka_server_raftmetrics_commit_latency_avg", None, None, 2.5),
-        ("kafka_server_raftmetrics_commit_latency_max_total", None, None, 11.0),
+        ("raft_commit_latency_avg", None, None, 2.5),
+        ("raft_commit_latency_max", None, None, 11.0),
         ("controller_active_controller_count", None, None, 1.0),
         ("controller_last_applied_record_offset", None, None, 18542.0),
         ("controller_last_committed_record_offset", None, None, 18542.0),
@@ -322,6 +322,34 @@ def test_default_example_canonical_names():
         # jmx_exporter 1.x appended _total to something typed COUNTER whose base is known
         ("kafka_server_brokermetadatametrics_metadata_load_error_count_total", {}, "broker_metadata_load_error_count"),
         ("kafka_controller_kafkacontroller_offlinepartitionscount_total", {}, "controller_offline_partitions_count"),
+        # KRaft controller health, Strimzi rule names
+        ("kafka_server_raftmetrics_current_vote", {}, "raft_current_vote"),
+        ("kafka_server_raftmetrics_number_unknown_voter_connections", {}, "raft_number_unknown_voter_connections"),
+        ("kafka_server_raftmetrics_commit_latency_avg", {}, "raft_commit_latency_avg"),
+        ("kafka_server_raftmetrics_commit_latency_max_total", {}, "raft_commit_latency_max"),
+        ("kafka_server_raftmetrics_election_latency_avg", {}, "raft_election_latency_avg"),
+        ("kafka_server_raftmetrics_election_latency_max_total", {}, "raft_election_latency_max"),
+        ("kafka_server_raftmetrics_append_records_rate", {}, "raft_append_records_rate"),
+        ("kafka_server_raftmetrics_fetch_records_rate", {}, "raft_fetch_records_rate"),
+        ("kafka_controller_kafkacontroller_fencedbrokercount", {}, "controller_fenced_broker_count"),
+        ("kafka_controller_kafkacontroller_activebrokercount", {}, "controller_active_broker_count"),
+        ("kafka_controller_kafkacontroller_metadataerrorcount", {}, "controller_metadata_error_count"),
+        ("kafka_controller_kafkacontroller_timedoutbrokerheartbeatcount", {},
+         "controller_timed_out_broker_heartbeat_count"),
+        # KRaft controller health, jmx_exporter default names
+        ("kafka_server_raft_metrics_current_vote", {}, "raft_current_vote"),
+        ("kafka_server_raft_metrics_number_unknown_voter_connections", {}, "raft_number_unknown_voter_connections"),
+        ("kafka_server_raft_metrics_commit_latency_avg", {}, "raft_commit_latency_avg"),
+        ("kafka_server_raft_metrics_commit_latency_max", {}, "raft_commit_latency_max"),
+        ("kafka_server_raft_metrics_election_latency_avg", {}, "raft_election_latency_avg"),
+        ("kafka_server_raft_metrics_election_latency_max", {}, "raft_election_latency_max"),
+        ("kafka_server_raft_metrics_append_records_rate", {}, "raft_append_records_rate"),
+        ("kafka_server_raft_metrics_fetch_records_rate", {}, "raft_fetch_records_rate"),
+        ("kafka_controller_KafkaController_Value", {"name": "FencedBrokerCount"}, "controller_fenced_broker_count"),
+        ("kafka_controller_KafkaController_Value", {"name": "ActiveBrokerCount"}, "controller_active_broker_count"),
+        ("kafka_controller_KafkaController_Value", {"name": "MetadataErrorCount"}, "controller_metadata_error_count"),
+        ("kafka_controller_KafkaController_Value", {"name": "TimedOutBrokerHeartbeatCount"},
+         "controller_timed_out_broker_heartbeat_count"),
     ],
 )  # fmt: skip
 def test_canonical_names_across_exporter_naming(name, labels, metric):
@@ -361,8 +389,8 @@ def test_source_name_is_the_series_as_written():
 
 
 def test_unknown_series_keep_their_sanitized_name():
-    assert canonical_metric("kafka_server_raftmetrics_commit_latency_avg", {})["metric"] == (
-        "kafka_server_raftmetrics_commit_latency_avg"
+    assert canonical_metric("kafka_server_raftmetrics_poll_idle_ratio_avg", {})["metric"] == (
+        "kafka_server_raftmetrics_poll_idle_ratio_avg"
     )
     assert canonical_metric("Kafka_Log:Size", {"topic": "t", "partition": "3"}) == {
         "metric": "kafka_log_size",
@@ -374,13 +402,17 @@ def test_unknown_series_keep_their_sanitized_name():
 
 
 def test_unknown_series_total_is_kept():
-    # 0.x and 1.x differ here (`commit_latency_max` vs `commit_latency_max_total`): not a contract metric, own name.
-    assert canonical_metric("kafka_server_raftmetrics_commit_latency_max_total", {})["metric"] == (
-        "kafka_server_raftmetrics_commit_latency_max_total"
+    # a counter whose base is not a known metric keeps its `_total` (Strimzi's raft-channel-metrics rule)
+    assert canonical_metric("kafka_server_raftchannelmetrics_request_total", {})["metric"] == (
+        "kafka_server_raftchannelmetrics_request_total"
     )
-    assert canonical_metric("kafka_server_raftmetrics_commit_latency_max", {})["metric"] == (
-        "kafka_server_raftmetrics_commit_latency_max"
-    )
+
+
+def test_commit_latency_max_is_one_metric_in_0x_and_1x():
+    # jmx_exporter 0.x writes `commit_latency_max`, 1.x `commit_latency_max_total` (Strimzi types `*-max` COUNTER)
+    for name in ("kafka_server_raftmetrics_commit_latency_max", "kafka_server_raftmetrics_commit_latency_max_total",
+                 "kafka_server_raft_metrics_commit_latency_max"):
+        assert canonical_metric(name, {})["metric"] == "raft_commit_latency_max"
 
 
 def test_unknown_series_told_apart_by_labels_get_distinct_names():
@@ -425,7 +457,14 @@ def test_sanitize():
          "partition_at_min_isr", "orders", 1),
         ("kafka.cluster:type=Partition,name=UnderMinIsr,partition=4,topic=orders", "Value",
          "partition_under_min_isr", "orders", 4),
-        ("kafka.server:type=raft-metrics", "commit-latency-avg", "kafka_server_raft_metrics_commit_latency_avg",
+        ("kafka.server:type=raft-metrics", "commit-latency-avg", "raft_commit_latency_avg", None, None),
+        ("kafka.server:type=raft-metrics", "number-unknown-voter-connections",
+         "raft_number_unknown_voter_connections", None, None),
+        ("kafka.controller:type=KafkaController,name=FencedBrokerCount", "Value", "controller_fenced_broker_count",
+         None, None),
+        ("kafka.controller:type=KafkaController,name=TimedOutBrokerHeartbeatCount", "Value",
+         "controller_timed_out_broker_heartbeat_count", None, None),
+        ("kafka.server:type=raft-metrics", "poll-idle-ratio-avg", "kafka_server_raft_metrics_poll_idle_ratio_avg",
          None, None),
         ("kafka.server:type=ReplicaManager,name=LeaderCount", "Value", "kafka_server_replicamanager_leadercount_value",
          None, None),
@@ -472,7 +511,8 @@ def test_mbean_and_prometheus_agree():
         (["replica_manager_at_min_isr_partition_count"], "broker"),
         (["partition_at_min_isr"], "broker"),
         (["controller_active_controller_count", "broker_last_applied_record_offset"], "combined"),
-        (["raft_current_leader", "raft_current_epoch", "kafka_server_raftmetrics_commit_latency_avg"], None),
+        (["raft_current_leader", "raft_current_epoch", "raft_commit_latency_avg"], None),
+        (["raft_current_vote", "controller_fenced_broker_count"], "controller"),
         ([], None),
         (iter(["controller_offline_partitions_count", None]), "controller"),
     ],

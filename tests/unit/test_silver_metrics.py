@@ -75,10 +75,9 @@ def test_strimzi_scrape_maps_every_series_and_the_node_is_combined(spark):
         ("raft_current_epoch", None, None, 7.0, role, "kafka_server_raftmetrics_current_epoch", None),
         ("raft_high_watermark", None, None, 18542.0, role, "kafka_server_raftmetrics_high_watermark", None),
         ("raft_log_end_offset", None, None, 18542.0, role, "kafka_server_raftmetrics_log_end_offset", None),
-        ("kafka_server_raftmetrics_commit_latency_avg", None, None, 2.5, role,
-         "kafka_server_raftmetrics_commit_latency_avg", None),
-        ("kafka_server_raftmetrics_commit_latency_max_total", None, None, 11.0, role,
-         "kafka_server_raftmetrics_commit_latency_max_total", None),
+        ("raft_commit_latency_avg", None, None, 2.5, role, "kafka_server_raftmetrics_commit_latency_avg", None),
+        ("raft_commit_latency_max", None, None, 11.0, role, "kafka_server_raftmetrics_commit_latency_max_total",
+         None),
         ("controller_active_controller_count", None, None, 1.0, role,
          "kafka_controller_kafkacontroller_activecontrollercount", None),
         ("controller_last_applied_record_offset", None, None, 18542.0, role,
@@ -223,8 +222,8 @@ def test_nan_and_infinite_values_are_kept(spark):
     )
     samples, rejected = run(spark, scrape("s1", text))
     check(samples, ["metric", "value"], "metric STRING, value DOUBLE", [
-        ("kafka_server_raftmetrics_commit_latency_avg", math.nan),
-        ("kafka_server_raftmetrics_commit_latency_max", math.inf),
+        ("raft_commit_latency_avg", math.nan),
+        ("raft_commit_latency_max", math.inf),
         ("kafka_server_raftmetrics_poll_idle_ratio_avg", -math.inf),
         ("raft_high_watermark", 1730000000500.0),
     ])

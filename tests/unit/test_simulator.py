@@ -636,3 +636,29 @@ def test_quorum_stall_signature(fleet):
         if start < r["collected_at_ms"] < end:
             lag, lag_ms = expected_max_follower_lag(r["response"])
             assert lag == 0 and 0 <= lag_ms <= 500
+
+
+CONTROLLER_HEALTH_METRICS = {
+    "raft_current_vote", "raft_number_unknown_voter_connections", "raft_commit_latency_avg",
+    "raft_commit_latency_max", "raft_election_latency_avg", "raft_election_latency_max",
+    "raft_append_records_rate", "raft_fetch_records_rate", "controller_fenced_broker_count",
+    "controller_active_broker_count", "controller_metadata_error_count",
+    "controller_timed_out_broker_heartbeat_count", "controller_active_controller_count",
+}
+
+
+def test_controller_scrapes_carry_the_controller_health_metrics_in_both_namings(fleet):
+    """What gold.controller_health reads: every controller scrape of the demo fleet, Strimzi or default names."""
+    from silver.prometheus_text import canonical_metric, parse_exposition
+
+    namings = set()
+    for path in files(fleet.root / "metrics", r"\.prom(\.gz)?$"):
+        samples, errors = parse_exposition(read_text(path))
+        assert errors == []
+        metrics = {canonical_metric(s["name"], s["labels"])["metric"] for s in samples}
+        if "controller_active_controller_count" not in metrics:
+            assert {"raft_current_vote", "raft_fetch_records_rate"} <= metrics  # every node runs a raft client
+            continue
+        assert CONTROLLER_HEALTH_METRICS <= metrics, f"{path.name}: {sorted(CONTROLLER_HEALTH_METRICS - metrics)}"
+        namings.add("strimzi" if "raft_current_state" in metrics else "default")
+    assert namings == {"strimzi", "default"}

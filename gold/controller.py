@@ -1,0 +1,110 @@
+"""gold.controller_health: one row per node per cluster per tumbling window (by scrape time), the KRaft controller
+and raft-client health that Strimzi's dashboards show, from the scrapes already in silver.node_metrics.
+
+Sources (kafka-surfaces.md §4.1, §4.3): `kafka.server:type=raft-metrics` on every node (state, vote, commit and
+election latency, unknown voter connections, append/fetch record rates) and `kafka.controller:type=KafkaController`
+on controllers (fenced/active brokers, metadata errors, timed-out broker heartbeats, active controller count);
+brokers add their metadata load/apply error counts.
+
+Rules:
+- A sample whose value is NaN (an idle `commit-latency-*` or `election-latency-*`: no sample in the exporter's own
+  window) is unknown: ignored by every aggregate, never an error. A window with only NaN samples gives NULL.
+- Latency averages are the mean of the scraped `*-avg` values (each already an average over the exporter's
+  window); maxima are the largest scraped `*-max`. Rates are the mean of the scraped rates.
+- Worst-of-window for health counts (most fenced brokers, fewest active brokers, most metadata errors, most
+  unknown voter connections); state-like values (raft state, vote, active controller count) as of the node's last
+  scrape in the window that has them (`last_scraped_at`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from gold.quorum import window_start
+
+CONTROLLER_HEALTH_COLUMNS = [
+    "cluster_id", "node_id", "window_start", "window_end", "node_role", "scrapes", "last_scraped_at", "raft_state",
+    "current_vote", "avg_commit_latency_ms", "max_commit_latency_ms", "avg_election_latency_ms",
+    "max_election_latency_ms", "unknown_voter_connections", "append_records_per_s", "fetch_records_per_s",
+    "fenced_brokers", "active_brokers", "metadata_errors", "timed_out_broker_heartbeats", "active_controller_count",
+]
+
+# per-scrape column -> canonical metric of silver.node_metrics (silver/prometheus_text.py)
+_METRICS = {
+    "_vote": "raft_current_vote",
+    "_commit_avg": "raft_commit_latency_avg",
+    "_commit_max": "raft_commit_latency_max",
+    "_election_avg": "raft_election_latency_avg",
+    "_election_max": "raft_election_latency_max",
+    "_unknown_voters": "raft_number_unknown_voter_connections",
+    "_append_rate": "raft_append_records_rate",
+    "_fetch_rate": "raft_fetch_records_rate",
+    "_fenced": "controller_fenced_broker_count",
+    "_active_brokers": "controller_active_broker_count",
+    "_controller_errors": "controller_metadata_error_count",
+    "_broker_load_errors": "broker_metadata_load_error_count",
+    "_broker_apply_errors": "broker_metadata_apply_error_count",
+    "_timed_out": "controller_timed_out_broker_heartbeat_count",
+    "_active_controller": "controller_active_controller_count",
+}
+
+
+def known(value: Column) -> Column:
+    """NULL for NaN (an idle Avg/Max reading), the value otherwise."""
+    return F.when(~F.isnan(value), value)
+
+
+def build_controller_health(node_metrics: DataFrame, window_minutes: int) -> DataFrame:
+    """From silver.node_metrics rows (all rows of each node window given): cluster_id, node_id, scraped_at, metric,
+    value, node_role, state."""
+    return node_metrics.transform(_per_scrape).transform(_windowed, window_minutes).select(*CONTROLLER_HEALTH_COLUMNS)
+
+
+def _per_scrape(metrics: DataFrame) -> DataFrame:
+    value = known(F.col("value"))
+    return metrics.groupBy("cluster_id", "node_id", "scraped_at").agg(
+        F.first("node_role", ignorenulls=True).alias("node_role"),
+        F.max(F.when(F.col("metric") == "raft_current_state", F.col("state"))).alias("_state"),
+        *[F.max(F.when(F.col("metric") == metric, value)).alias(name) for name, metric in _METRICS.items()],
+    )
+
+
+def _last(column: str) -> Column:
+    """The column's value at the latest scrape of the window that has one."""
+    return F.max_by(column, F.when(F.col(column).isNotNull(), F.col("scraped_at")))
+
+
+def _windowed(scrapes: DataFrame, window_minutes: int) -> DataFrame:
+    width = F.make_dt_interval(F.lit(0), F.lit(0), F.lit(window_minutes))
+    errors = F.when(
+        F.col("_controller_errors").isNotNull() | F.col("_broker_load_errors").isNotNull()
+        | F.col("_broker_apply_errors").isNotNull(),
+        F.coalesce("_controller_errors", F.lit(0.0)) + F.coalesce("_broker_load_errors", F.lit(0.0))
+        + F.coalesce("_broker_apply_errors", F.lit(0.0)),
+    )
+    return (
+        scrapes.withColumn("window_start", window_start(F.col("scraped_at"), window_minutes))
+        .withColumn("_errors", errors)
+        .groupBy("cluster_id", "node_id", "window_start")
+        .agg(
+            _last("node_role").alias("node_role"),
+            F.count(F.lit(1)).cast("bigint").alias("scrapes"),
+            F.max("scraped_at").alias("last_scraped_at"),
+            _last("_state").alias("raft_state"),
+            _last("_vote").cast("int").alias("current_vote"),
+            F.avg("_commit_avg").alias("avg_commit_latency_ms"),
+            F.max("_commit_max").alias("max_commit_latency_ms"),
+            F.avg("_election_avg").alias("avg_election_latency_ms"),
+            F.max("_election_max").alias("max_election_latency_ms"),
+            F.max("_unknown_voters").cast("int").alias("unknown_voter_connections"),
+            F.avg("_append_rate").alias("append_records_per_s"),
+            F.avg("_fetch_rate").alias("fetch_records_per_s"),
+            F.max("_fenced").cast("int").alias("fenced_brokers"),
+            F.min("_active_brokers").cast("int").alias("active_brokers"),
+            F.max("_errors").cast("bigint").alias("metadata_errors"),
+            F.max("_timed_out").cast("bigint").alias("timed_out_broker_heartbeats"),
+            _last("_active_controller").cast("int").alias("active_controller_count"),
+        )
+        .withColumn("window_end", F.col("window_start") + width)
+    )
