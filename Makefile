@@ -7,7 +7,7 @@ install:
 demo: install
 	.venv/bin/quorumlake demo
 
-test: install
+test: install lint
 	bash scripts/install-browser.sh
 	.venv/bin/python -m pytest
 

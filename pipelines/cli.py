@@ -242,10 +242,10 @@ def _cmd_run(config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str |
              full_refresh: bool = False) -> int:
     if config.ingest_mode == "files" and "bronze" in layers and not Path(config.landing).is_dir():
         raise UsageError(f"landing folder not found: {config.landing}")
+    from pyspark.sql import SparkSession
+
     from pipelines.io import Lakehouse
     from pipelines.run import run_pipeline
-
-    from pyspark.sql import SparkSession
 
     started = time.monotonic()
     in_process = SparkSession.getActiveSession() is not None

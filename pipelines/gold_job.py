@@ -1,8 +1,8 @@
 """Gold: silver changes -> affected keys -> bounded recompute -> MERGE.
 
 The rows each silver table changed since gold last ran (Delta versions after the ones recorded for gold in
-`bronze.pipeline_runs`) are read through its change data feed. The changed rows name the affected keys; only those are recomputed, from bounded reads of silver
-(plus, where a rule looks back in time, the gold row just before the affected range), and MERGEd so that rows whose
+`bronze.pipeline_runs`) are read through its change data feed. The changed rows name the affected keys; only those
+are recomputed, from bounded reads of silver (plus, where a rule looks back in time, the gold row just before the affected range), and MERGEd so that rows whose
 values did not change are not rewritten. A late file therefore re-opens exactly the windows and episodes it touches.
 
 - quorum snapshots and replica states (their keys together, computed once) -> gold.quorum_status from the earliest
@@ -40,11 +40,11 @@ from pipelines.tables import (
     GOLD_QUORUM_HEALTH,
     GOLD_QUORUM_STATUS,
     GOLD_REPLICA_LAG_SLI,
+    GOLD_TABLES,
     SILVER_NODE_METRICS,
     SILVER_PARTITION_STATES,
     SILVER_QUORUM_SNAPSHOTS,
     SILVER_REPLICA_STATES,
-    GOLD_TABLES,
     by_name,
 )
 

@@ -175,7 +175,8 @@ class Lakehouse:
                     int(r["source_version"]), r["fingerprint"])
         return self._progress_rows
 
-    def save_progress(self, consumer: str, versions: dict[str, int], fingerprints: dict[str, str] | None = None) -> None:
+    def save_progress(self, consumer: str, versions: dict[str, int],
+                      fingerprints: dict[str, str] | None = None) -> None:
         """Record how far `consumer` got, replacing its earlier record in one commit (the table's history is the
         log of runs). Written after the consumer's outputs, so a crash before it only makes the next run redo
         work whose writes are idempotent."""

@@ -16,7 +16,6 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
 # Hidden and in-progress files (collectors write `.name` or `_name`, then rename).
 IGNORED_PREFIXES = (".", "_")
