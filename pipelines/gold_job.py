@@ -2,8 +2,9 @@
 
 The rows each silver table changed since gold last ran (Delta versions after the ones recorded for gold in
 `bronze.pipeline_runs`) are read through its change data feed. The changed rows name the affected keys; only those
-are recomputed, from bounded reads of silver (plus, where a rule looks back in time, the gold row just before the affected range), and MERGEd so that rows whose
-values did not change are not rewritten. A late file therefore re-opens exactly the windows and episodes it touches.
+are recomputed, from bounded reads of silver (plus, where a rule looks back in time, the gold row just before the
+affected range), and MERGEd so that rows whose values did not change are not rewritten. A late file therefore
+re-opens exactly the windows and episodes it touches.
 
 - quorum snapshots and replica states (their keys together, computed once) -> gold.quorum_status from the earliest
   affected snapshot of each cluster on, then gold.quorum_health for the windows from there on; replica states also
