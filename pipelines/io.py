@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bronze.raw import BINARY_FILE_SCHEMA
+from pipelines.autoloader import AUTOLOADER_OPTIONS
 from pipelines.config import Config, join_path
 from pipelines.tables import PIPELINE_RUNS, SCHEMAS, TableSpec
 
@@ -96,6 +97,8 @@ class Lakehouse:
                 self.spark.sql(f"ALTER TABLE {self.ref(spec)} ALTER COLUMN `{name}` COMMENT '{_sql_str(comment)}'")
         if spec.properties:
             self.spark.sql(f"ALTER TABLE {self.ref(spec)} SET{_properties(spec)}")
+        if spec.clustering and not spec.partitioned_by:
+            self.spark.sql(f"ALTER TABLE {self.ref(spec)} CLUSTER BY ({', '.join(spec.clustering)})")
 
     def _exists(self, spec: TableSpec) -> bool:
         path = self.table_path(spec)
@@ -297,10 +300,9 @@ class Lakehouse:
         if self.config.ingest_mode == "autoloader":
             reader = (
                 self.spark.readStream.format("cloudFiles")
-                .option("cloudFiles.format", "binaryFile")
+                .options(**AUTOLOADER_OPTIONS)
                 .option("cloudFiles.schemaLocation", self.checkpoint("bronze", source, "_schema"))
                 .option("cloudFiles.maxFilesPerTrigger", str(self.config.max_files_per_trigger))
-                .option("cloudFiles.includeExistingFiles", "true")
             )
         else:
             reader = (
@@ -396,12 +398,16 @@ class Bounds:
 
 
 def registry_fingerprint(specs: tuple[TableSpec, ...]) -> str:
-    text = "\n".join(f"{s.name}|{s.ddl}|{s.comment}|{s.properties}|{s.partitioned_by}" for s in specs)
+    text = "\n".join(f"{s.name}|{s.ddl}|{s.comment}|{s.properties}|{s.partitioned_by}|{s.clustering}" for s in specs)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _partitioning(spec: TableSpec) -> str:
-    return f" PARTITIONED BY ({', '.join(spec.partitioned_by)})" if spec.partitioned_by else ""
+    """PARTITIONED BY, or the liquid-clustering keys the table declares (`CLUSTER BY`: compaction and OPTIMIZE keep
+    rows of one cluster and time range in the same files, which the bounded reads and MERGEs skip by)."""
+    if spec.partitioned_by:
+        return f" PARTITIONED BY ({', '.join(spec.partitioned_by)})"
+    return f" CLUSTER BY ({', '.join(spec.clustering)})" if spec.clustering else ""
 
 
 def _properties(spec: TableSpec) -> str:
