@@ -207,17 +207,16 @@ def _replicas(lakehouse: Lakehouse, batch: DataFrame) -> None:
     config = lakehouse.config
     windows = batch.select("cluster_id", window_start(F.col("collected_at"), config.window_minutes)
                            .alias("window_start")).distinct().persist()
-    bounds = windows.agg(F.min("window_start").alias("lo"), F.max("window_start").alias("hi")).first()
-    hi = bounds["hi"] + timedelta(minutes=config.window_minutes)
+    bounds = Bounds.of(windows, "window_start")
     rows = (
         lakehouse.read(SILVER_REPLICA_STATES)
-        .where(F.col("collected_at").between(F.lit(bounds["lo"]), F.lit(hi)))
+        .where(bounds.on("collected_at").widened(after_us=config.window_minutes * 60_000_000).sql())
         .withColumn("window_start", window_start(F.col("collected_at"), config.window_minutes))
         .join(windows, ["cluster_id", "window_start"], "left_semi")
         .drop("window_start")
     )
     sli = build_replica_lag_sli(rows, slo_ms=config.replica_caught_up_slo_ms, window_minutes=config.window_minutes)
-    lakehouse.replace_groups(GOLD_REPLICA_LAG_SLI, sli, windows, Bounds.of(windows, "window_start"))
+    lakehouse.replace_groups(GOLD_REPLICA_LAG_SLI, sli, windows, bounds)
     windows.unpersist()
 
 
@@ -226,11 +225,9 @@ def _replicas(lakehouse: Lakehouse, batch: DataFrame) -> None:
 def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
     config = lakehouse.config
     snapshots = _keys(batch, "cluster_id", "collected_at").persist()
-    bounds = snapshots.agg(F.min("collected_at").alias("lo"), F.max("collected_at").alias("hi")).first()
-    states = lakehouse.read(SILVER_PARTITION_STATES)
-    in_snapshots = states.where(F.col("collected_at").between(F.lit(bounds["lo"]), F.lit(bounds["hi"]))).join(
-        snapshots, ["cluster_id", "collected_at"], "left_semi")
     snapshot_bounds = Bounds.of(snapshots, "collected_at")
+    states = lakehouse.read(SILVER_PARTITION_STATES)
+    in_snapshots = states.where(snapshot_bounds.sql()).join(snapshots, ["cluster_id", "collected_at"], "left_semi")
     lakehouse.replace_groups(GOLD_ISR_HEALTH, build_isr_health(in_snapshots), snapshots, snapshot_bounds)
     lakehouse.replace_groups(GOLD_ISR_HEALTH_BY_TOPIC, build_isr_health_by_topic(in_snapshots), snapshots,
                              snapshot_bounds)
@@ -280,11 +277,10 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
     # every scrape within the tolerance of a change may pair differently now (a late controller scrape)
     ranges = batch.groupBy("cluster_id").agg((F.min("scraped_at") - tol).alias("lo"),
                                              (F.max("scraped_at") + tol).alias("hi")).persist()
-    bounds = ranges.agg(F.min("lo").alias("lo"), F.max("hi").alias("hi")).first()
-    margin = timedelta(milliseconds=tolerance)
+    bounds = Bounds.of(ranges, "hi", lo_column="lo").on("scraped_at")
     metrics = (
         lakehouse.read(SILVER_NODE_METRICS)
-        .where(F.col("scraped_at").between(F.lit(bounds["lo"] - margin), F.lit(bounds["hi"] + margin)))
+        .where(bounds.widened(tolerance * 1000, tolerance * 1000).sql())
         .join(ranges, "cluster_id")
         .where(F.col("scraped_at").between(F.col("lo") - tol, F.col("hi") + tol))
         .drop("lo", "hi")
@@ -295,8 +291,7 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
     def match(target: DataFrame, scope: DataFrame):
         return (target["cluster_id"] == scope["cluster_id"]) & target["scraped_at"].between(scope["lo"], scope["hi"])
 
-    lakehouse.replace_scope(GOLD_METADATA_OFFSET_DIVERGENCE, rows, ranges, match,
-                            Bounds.of(ranges, "hi", lo_column="lo").on("scraped_at"))
+    lakehouse.replace_scope(GOLD_METADATA_OFFSET_DIVERGENCE, rows, ranges, match, bounds)
     ranges.unpersist()
 
 
@@ -306,16 +301,15 @@ def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
     key = ["cluster_id", "node_id", "window_start"]
     windows = batch.select("cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start")
                            ).distinct().persist()
-    bounds = windows.agg(F.min("window_start").alias("lo"), F.max("window_start").alias("hi")).first()
+    bounds = Bounds.of(windows, "window_start")
     rows = (
         lakehouse.read(SILVER_NODE_METRICS)
-        .where(F.col("scraped_at").between(F.lit(bounds["lo"]), F.lit(bounds["hi"] + timedelta(minutes=minutes))))
+        .where(bounds.on("scraped_at").widened(after_us=minutes * 60_000_000).sql())
         .withColumn("window_start", window_start(F.col("scraped_at"), minutes))
         .join(windows, key, "left_semi")
         .drop("window_start")
     )
-    lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, build_controller_health(rows, minutes), windows,
-                             Bounds.of(windows, "window_start"))
+    lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, build_controller_health(rows, minutes), windows, bounds)
     windows.unpersist()
 
 
