@@ -127,7 +127,7 @@ def hostile_zone(landing) -> Path:
     (quorum / "poison.jsonl").write_text("\n".join(poison) + "\n")
     (quorum / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + _line(_quorum("h-bom")).encode() + b"\n")
     (quorum / "one-bad-byte.jsonl").write_bytes(
-        _line(_quorum("h-utf8-a")).encode() + b"\n" + _line(_quorum("p-\xff")).encode("latin-1") + b"\n"
+        _line(_quorum("h-utf8-a")).encode() + b"\n" + _line(_quorum("p-XX")).encode().replace(b"p-XX", b"p-\xff") + b"\n"
         + _line(_quorum("h-utf8-b")).encode() + b"\n")
     (quorum / "bomb.jsonl.gz").write_bytes(_gzip_bomb())
     cli = root / "quorum" / "cluster=h-cli"

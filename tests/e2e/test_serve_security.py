@@ -16,15 +16,15 @@ import pytest
 from pipelines import cli
 
 DATA = Path(__file__).parents[1] / "data" / "landing"
-FORBIDDEN = [
-    "DROP TABLE bronze.quorum_raw",
-    "DELETE FROM bronze.quorum_raw",
-    "INSERT INTO bronze.quorum_raw SELECT * FROM bronze.quorum_raw",
-    "CREATE TABLE stolen USING text LOCATION '/etc'",
-    "CREATE TEMPORARY VIEW stolen USING text OPTIONS (path '/etc/hostname')",
-    "SET spark.sql.runSQLOnFiles=true",
-    "SELECT reflect('java.lang.System', 'getProperty', 'user.home')",
-    "ALTER TABLE bronze.quorum_raw SET TBLPROPERTIES ('x' = 'y')",
+FORBIDDEN = [  # (statement, what the guard says about it)
+    ("DROP TABLE bronze.quorum_raw", "DropTable statements are not allowed"),
+    ("DELETE FROM bronze.quorum_raw", "DeleteFromTable statements are not allowed"),
+    ("INSERT INTO bronze.quorum_raw SELECT * FROM bronze.quorum_raw", "InsertIntoStatement statements are not allowed"),
+    ("CREATE TABLE stolen USING text LOCATION '/etc'", "CreateTable statements are not allowed"),
+    ("CREATE TEMPORARY VIEW stolen USING text OPTIONS (path '/etc/hostname')", "CreateTempViewUsing statements"),
+    ("SET spark.sql.runSQLOnFiles=true", "changing settings (SET key=value) is not allowed"),
+    ("SELECT reflect('java.lang.System', 'getProperty', 'user.home')", "calling Java methods"),
+    ("ALTER TABLE bronze.quorum_raw SET TBLPROPERTIES ('x' = 'y')", "SetTableProperties statements are not allowed"),
 ]
 
 
@@ -120,14 +120,19 @@ def test_default_serve_is_loopback_only_and_read_only(spark, warehouse):
         assert "v_fleet_overview" in ok.stdout and "max_follower_lag_time_ms" in ok.stdout
         assert "read-only" not in ok.stderr
         # writes, file reads, settings changes and reflection are refused, each with the guard's message
-        bad = _beeline_run(url, FORBIDDEN)
-        assert bad.stderr.count("quorumlake serve is read-only") == len(FORBIDDEN), bad.stdout + bad.stderr
+        bad = _beeline_run(url, [sql for sql, _ in FORBIDDEN])
+        output = bad.stdout + bad.stderr
+        for sql, message in FORBIDDEN:
+            assert f"quorumlake serve is read-only: {message}" in output, (sql, output[-3000:])
         # reading arbitrary files through SQL fails, even when the client asks for runSQLOnFiles at connect time
+        table_path = warehouse / "bronze" / "quorum_raw"
         for connect in (url, url + "?spark.sql.runSQLOnFiles=true"):
             files = _beeline_run(connect, ["SELECT * FROM text.`/etc/hostname`", "SELECT * FROM csv.`/etc/passwd`",
-                                           f"SELECT count(*) FROM delta.`{warehouse / 'bronze' / 'quorum_raw'}`"])
-            assert files.stderr.count("TABLE_OR_VIEW_NOT_FOUND") == 3, files.stdout + files.stderr
-            assert "root:" not in files.stdout
+                                           f"SELECT count(*) FROM delta.`{table_path}`", "SHOW TABLES"])
+            output = files.stdout + files.stderr
+            for identifier in ("`text`.`/etc/hostname`", "`csv`.`/etc/passwd`", f"`delta`.`{table_path}`"):
+                assert f"{identifier} cannot be found" in output, (identifier, output[-3000:])
+            assert "root:" not in files.stdout and "stolen" not in files.stdout
     finally:
         server.stop()
     assert _bronze_count(spark, warehouse) == before
