@@ -25,13 +25,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-READ_ONLY_COMMANDS = frozenset({
-    "ShowTables", "ShowTablesExtended", "ShowTablePartition", "ShowNamespaces", "ShowViews", "ShowColumns",
-    "ShowFunctions", "ShowTableProperties", "ShowCreateTable", "ShowPartitions", "ShowCatalogsCommand",
-    "ShowCurrentNamespaceCommand", "ShowCurrentNamespace", "DescribeRelation", "DescribeColumn",
-    "DescribeNamespace", "DescribeFunction", "DescribeQueryCommand", "ExplainCommand", "SetCatalogAndNamespace",
-    "SetNamespaceCommand", "SetCatalogCommand",
-})
+# Statements other than queries that are let through, by the class of the plan Spark's parser builds: every
+# SHOW ..., DESCRIBE ... and EXPLAIN ... plan (ShowTables, ShowNamespacesCommand, DescribeRelation, ExplainCommand,
+# ...) only reads metadata; USE only changes the session's current namespace.
+READ_ONLY_PREFIXES = ("Show", "Describe", "Explain")
+READ_ONLY_COMMANDS = frozenset({"SetCatalogAndNamespace", "SetNamespaceCommand", "SetCatalogCommand"})
 FORCED_SETTINGS = {
     "spark.sql.runSQLOnFiles": "false",  # no `SELECT * FROM csv.`/any/path``, `delta.`/any/path``
 }
@@ -58,7 +56,7 @@ def check_read_only(delegate: Any, sql_text: str) -> None:
         if kv.isEmpty() or kv.get()._2().isEmpty():
             return
         raise ReadOnlyViolation("changing settings (SET key=value) is not allowed")
-    if kind not in READ_ONLY_COMMANDS:
+    if not kind.startswith(READ_ONLY_PREFIXES) and kind not in READ_ONLY_COMMANDS:
         raise ReadOnlyViolation(f"{kind} statements are not allowed; only queries, SHOW, DESCRIBE, EXPLAIN and USE")
 
 
