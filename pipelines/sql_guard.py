@@ -180,7 +180,8 @@ def thrift_auth_settings(path: str | Path) -> dict[str, str]:
     data = data.get("auth", data)
     mode = str(data.get("mode", "")).upper()
     if mode not in AUTH_MODES:
-        raise AuthConfigError(f"auth config {p}: mode must be one of {', '.join(AUTH_MODES)}, not {mode or 'missing'!r}")
+        raise AuthConfigError(f"auth config {p}: mode must be one of {', '.join(AUTH_MODES)}, "
+                              f"not {mode or 'missing'!r}")
     known = {"mode", "ldap_url", "ldap_base_dn", "ldap_domain", "kerberos_principal", "kerberos_keytab",
              "custom_class", "ssl_keystore", "ssl_keystore_password"}
     unknown = sorted(set(data) - known)

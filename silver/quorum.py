@@ -32,7 +32,8 @@ RESPONSE_SCHEMA = (
 
 # The same response with every number read as its JSON text: a number the typed schema cannot hold (beyond INT or
 # BIGINT, or not an integer) is NULL there but not here, so it is caught instead of passing for "unknown".
-RAW_RESPONSE_SCHEMA = RESPONSE_SCHEMA.replace("BIGINT", "STRING").replace("INT>", "STRING>").replace(": INT,", ": STRING,")
+RAW_RESPONSE_SCHEMA = (RESPONSE_SCHEMA.replace("BIGINT", "STRING").replace("INT>", "STRING>")
+                       .replace(": INT,", ": STRING,"))
 _PARTITION_NUMBERS = ("partitionIndex", "errorCode", "leaderId", "leaderEpoch", "highWatermark")
 _REPLICA_NUMBERS = ("replicaId", "logEndOffset", "lastFetchTimestamp", "lastCaughtUpTimestamp")
 _REPLICA_TIMESTAMPS = ("lastFetchTimestamp", "lastCaughtUpTimestamp")

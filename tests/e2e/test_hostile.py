@@ -127,7 +127,8 @@ def hostile_zone(landing) -> Path:
     (quorum / "poison.jsonl").write_text("\n".join(poison) + "\n")
     (quorum / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + _line(_quorum("h-bom")).encode() + b"\n")
     (quorum / "one-bad-byte.jsonl").write_bytes(
-        _line(_quorum("h-utf8-a")).encode() + b"\n" + _line(_quorum("p-XX")).encode().replace(b"p-XX", b"p-\xff") + b"\n"
+        _line(_quorum("h-utf8-a")).encode() + b"\n"
+        + _line(_quorum("p-XX")).encode().replace(b"p-XX", b"p-\xff") + b"\n"
         + _line(_quorum("h-utf8-b")).encode() + b"\n")
     (quorum / "bomb.jsonl.gz").write_bytes(_gzip_bomb())
     cli = root / "quorum" / "cluster=h-cli"
@@ -215,7 +216,8 @@ def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, ho
     # every unreadable record is quarantined once, with its parse error as the reason
     for rid, r in bronze.items():
         if r["parse_error"] is not None:
-            assert [(q["failed_rules"], q["reason"]) for q in quarantined[rid]] == [(["record_readable"], r["parse_error"])]
+            assert [(q["failed_rules"], q["reason"]) for q in quarantined[rid]] == [
+                (["record_readable"], r["parse_error"])]
 
     # what silver rejected of the readable poison, by rule and reason
     silver_rejects: dict[tuple, list[tuple[str, str]]] = {}
@@ -234,7 +236,8 @@ def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, ho
     assert good and good <= in_silver
     for name, clusters in GOOD_AMONG_POISON.items():
         assert clusters <= {r["cluster_id"] for r in table(f"silver.{name}").collect()}, name
-    assert {"h-good", "h-bom", "h-utf8-a", "h-utf8-b"} <= {r["cluster_id"] for r in table("gold.quorum_status").collect()}
+    in_gold = {r["cluster_id"] for r in table("gold.quorum_status").collect()}
+    assert {"h-good", "h-bom", "h-utf8-a", "h-utf8-b"} <= in_gold
 
     # a second run over the same zone changes nothing
     run_pipeline(lakehouse)
