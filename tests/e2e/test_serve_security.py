@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,11 +59,17 @@ def _reachable(host: str, port: int) -> bool:
 
 
 def _beeline_run(url: str, sql: list[str], *extra: str) -> subprocess.CompletedProcess:
+    """Run the statements in one beeline session; a script file with --force goes on after a failed statement."""
     beeline = _beeline()
-    return subprocess.run(
-        [str(beeline), "-u", url, "--outputformat=csv2", "--force=true", *extra, "-e", ";\n".join(sql) + ";"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "SPARK_HOME": str(beeline.parent.parent)},
-    )
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
+        script.write("".join(f"{statement};\n" for statement in sql))
+    try:
+        return subprocess.run(
+            [str(beeline), "-u", url, "--outputformat=csv2", "--force=true", *extra, "-f", script.name],
+            capture_output=True, text=True, timeout=300, env={**os.environ, "SPARK_HOME": str(beeline.parent.parent)},
+        )
+    finally:
+        os.unlink(script.name)
 
 
 class Server:
