@@ -66,7 +66,8 @@ def _beeline_run(url: str, sql: list[str], *extra: str) -> subprocess.CompletedP
     try:
         return subprocess.run(
             [str(beeline), "-u", url, "--outputformat=csv2", "--force=true", *extra, "-f", script.name],
-            capture_output=True, text=True, timeout=300, env={**os.environ, "SPARK_HOME": str(beeline.parent.parent)},
+            capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+            env={**os.environ, "SPARK_HOME": str(beeline.parent.parent)},
         )
     finally:
         os.unlink(script.name)
