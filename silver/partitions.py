@@ -114,5 +114,5 @@ def topics_capture(text: str, default_min_isr: int) -> dict:
     return {"error": None, "partitions": partitions}
 
 
-_topics_udf = F.udf(guarded(topics_capture, _TOPICS, lambda reason: {"error": reason, "partitions": None}), _TOPICS,
-                    useArrow=True)
+_topics_udf = F.udf(guarded(topics_capture, _TOPICS, lambda reason: {"error": reason, "partitions": None}),
+                    _TOPICS, useArrow=True)
