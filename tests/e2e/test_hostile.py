@@ -297,7 +297,8 @@ def test_a_symlink_out_of_the_landing_root_is_not_followed(spark, small_zone, tm
     assert all("fs-secret" not in (r["payload"] or "") for r in _bronze_rows(spark, lakehouse))
 
 
-@NEEDS_LISTING
+@pytest.mark.xfail(reason="needs the new file listing (orchestration); timing-dependent: the deletion may come "
+                          "before Spark lists the files, and then the test passes today", strict=False)
 def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(spark, small_zone, make_lakehouse):
     victims = []
     for i in range(10):
