@@ -150,7 +150,8 @@ def _classified(files: DataFrame, source: str) -> DataFrame:
         .alias("path_collected_at_ms"),
         text.alias("text"),
         F.when(F.col("data").isNotNull(), F.expr("is_valid_utf8(cast(data AS STRING))")).alias("is_utf8"),
-        F.when(F.col("data").isNotNull(), F.expr("instr(cast(data AS STRING), char(0)) > 0")).alias("has_nul"),
+        # on the bytes: string functions walk UTF-8 characters and can step over a NUL after an invalid lead byte
+        F.when(F.col("data").isNotNull(), F.expr("contains(data, X'00')")).alias("has_nul"),
     )
 
 

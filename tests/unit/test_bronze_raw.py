@@ -6,6 +6,7 @@ import base64
 import gzip
 import zlib
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
@@ -353,3 +354,13 @@ def test_a_gzip_bomb_is_not_decompressed(spark):
         f"decompressed size exceeds {MAX_DECOMPRESSED_BYTES} bytes (MAX_DECOMPRESSED_BYTES); not decompressed")
     assert base64.b64decode(rows["file:/landing/quorum/bomb.jsonl.gz"]["payload_base64"]) == bomb
     assert rows["file:/landing/quorum/a.jsonl"]["parse_error"] is None
+
+
+def test_a_binary_json_lines_file_with_newlines_stays_one_record(spark):
+    # not UTF-8, and holding NUL bytes after invalid lead bytes: binary data, not lines of text
+    data = (Path(__file__).parents[1] / "data" / "landing_bad" / "quorum" / "garbage.jsonl").read_bytes()
+    assert b"\x00" in data and b"\n" in data
+    out = records(spark, "quorum", ("quorum/garbage.jsonl", data)).collect()
+    assert len(out) == 1
+    assert out[0]["parse_error"] == "not UTF-8 text (binary data?); bytes kept in payload_base64"
+    assert base64.b64decode(out[0]["payload_base64"]) == data
