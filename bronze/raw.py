@@ -13,7 +13,6 @@ file has no content to identify it by, so its path stands in for the content.
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from datetime import datetime
 
@@ -45,9 +44,18 @@ RAW_COLUMNS = [
     "source_file", "line_number", "file_sha256", "file_size", "file_modified_at", "ingested_at", "parse_error",
 ]
 
-_INTEGER = "^(TINYINT|SMALLINT|INT|BIGINT)$"
+# A JSON integer beyond 64 bits is a DECIMAL(p,0) in a VARIANT: still an integer, then rejected as out of range.
+_INTEGER = "^(TINYINT|SMALLINT|INT|BIGINT|DECIMAL\\([0-9]+,0\\))$"
 _NUMBER = "^(TINYINT|SMALLINT|INT|BIGINT|FLOAT|DOUBLE|DECIMAL\\(.*\\))$"
-_INT_ARRAY = "^ARRAY<(TINYINT|SMALLINT|INT|BIGINT|VOID)>$"
+_INT_ARRAY = "^ARRAY<(TINYINT|SMALLINT|INT|BIGINT|VOID|DECIMAL\\([0-9]+,0\\))>$"
+
+# A gzip file may not decompress to more than this (a "gzip bomb" must not exhaust the executor's memory).
+MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+# Capture times must be epoch milliseconds from 1970-01-01 to 9999-12-31T23:59:59.999Z: what SQL TIMESTAMP,
+# Python's datetime and every BI tool can hold (Spark itself would overflow, or make year 287168, beyond it).
+MIN_EPOCH_MS = 0
+MAX_EPOCH_MS = 253_402_300_799_999
+_EPOCH_RANGE = f"between {MIN_EPOCH_MS} and {MAX_EPOCH_MS} (year 9999)"
 
 
 def build_raw_records(files: DataFrame, source: str, ingested_at: datetime) -> DataFrame:
@@ -67,14 +75,31 @@ def build_raw_records(files: DataFrame, source: str, ingested_at: datetime) -> D
 
 # --- files -> decoded text ------------------------------------------------------------------------------------------
 
-def gunzip(data: bytes | None) -> tuple[bytes | None, str | None]:
-    """Decompressed bytes, or None and the reason they could not be decompressed."""
+def gunzip(data: bytes | None, limit: int = MAX_DECOMPRESSED_BYTES) -> tuple[bytes | None, str | None]:
+    """Decompressed bytes, or None and the reason they could not be decompressed.
+
+    Decompression stops as soon as the output exceeds `limit` bytes, so a small archive of a huge file (a gzip
+    bomb) costs at most `limit` bytes of memory. Concatenated gzip members are read like `gzip.decompress` reads
+    them. Never raises: any failure is the reason."""
     if data is None:
         return None, None
     try:
-        return gzip.decompress(data), None
-    except (OSError, EOFError, zlib.error) as exc:
+        out = bytearray()
+        rest = bytes(data)
+        while True:
+            member = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer
+            out += member.decompress(rest, limit - len(out) + 1)
+            if len(out) > limit:
+                return None, f"decompressed size exceeds {limit} bytes (MAX_DECOMPRESSED_BYTES); not decompressed"
+            if not member.eof:
+                return None, "not a valid gzip file (truncated archive)"
+            rest = member.unused_data
+            if not rest.strip(b"\x00"):
+                return bytes(out), None
+    except zlib.error as exc:
         return None, f"not a valid gzip file ({exc})"
+    except Exception as exc:
+        return None, f"not a valid gzip file ({type(exc).__name__}: {exc})"
 
 
 _gunzip_udf = F.udf(
@@ -130,6 +155,8 @@ def _classified(files: DataFrame, source: str) -> DataFrame:
         .alias("path_collected_at_ms"),
         text.alias("text"),
         F.when(F.col("data").isNotNull(), F.expr("is_valid_utf8(cast(data AS STRING))")).alias("is_utf8"),
+        # on the bytes: string functions walk UTF-8 characters and can step over a NUL after an invalid lead byte
+        F.when(F.col("data").isNotNull(), F.expr("contains(data, X'00')")).alias("has_nul"),
     )
 
 
@@ -140,9 +167,49 @@ def _path_segment(key: str) -> Column:
 
 # --- text -> records ------------------------------------------------------------------------------------------------
 
-def _split_into_records(files: DataFrame) -> DataFrame:
-    """One row per record: a line of a readable JSON Lines file, else the whole file.
+def split_lines(data: bytes | None) -> list[dict] | None:
+    """The lines of a JSON Lines file that is not valid UTF-8 as a whole, each judged on its own.
 
+    One entry per line (`pos` 1-based, the final newline does not start a line): `line` is the text when the line
+    is valid UTF-8 (a CR before the newline and a BOM at the start of the file removed), else the text with
+    invalid bytes replaced and `raw` holds the line's bytes. Never raises."""
+    if data is None:
+        return None
+    try:
+        body = bytes(data)
+        if body.startswith(_BOM):
+            body = body[len(_BOM):]
+        parts = body.split(b"\n")
+        if parts and parts[-1] == b"":
+            parts.pop()
+        out = []
+        for pos, part in enumerate(parts, start=1):
+            part = part.removesuffix(b"\r")
+            try:
+                out.append({"pos": pos, "line": part.decode("utf-8"), "raw": None})
+            except UnicodeDecodeError:
+                out.append({"pos": pos, "line": part.decode("utf-8", "replace"), "raw": part})
+        return out
+    except Exception:
+        return None
+
+
+_BOM = b"\xef\xbb\xbf"
+_LINE = T.StructType([
+    T.StructField("pos", T.IntegerType()),
+    T.StructField("line", T.StringType()),
+    T.StructField("raw", T.BinaryType()),
+])
+_split_lines_udf = F.udf(split_lines, T.ArrayType(_LINE), useArrow=True)
+_NOT_UTF8 = "not UTF-8 text (binary data?); bytes kept in payload_base64"
+
+
+def _split_into_records(files: DataFrame) -> DataFrame:
+    """One row per record: a line of a JSON Lines file, else the whole file.
+
+    A JSON Lines file is split into lines before its text is judged, so one invalid byte costs one line: a file
+    that is valid UTF-8 is split by Spark; one that is not (but has no NUL byte, which no text file has) is split
+    as bytes, line by line. A UTF-8 byte order mark at the start of the file is not part of the first record.
     Everything that needs the whole file (hashes, the file-level error) is computed once per file, before the
     file is split: a record row must not carry (or re-hash) its file's full content."""
     files = files.select(
@@ -154,23 +221,35 @@ def _split_into_records(files: DataFrame) -> DataFrame:
         F.sha2(F.col("content"), 256).alias("file_sha256"),
         _file_error().alias("file_error"),
     )
-    readable = F.col("data").isNotNull() & F.col("is_utf8") & (F.length("text") > 0)
-    lines = F.split(F.col("text"), "\n", -1)
-    lines = F.when(F.col("text").endswith("\n"), F.slice(lines, 1, F.size(lines) - 1)).otherwise(lines)
-    whole_file = F.array(F.struct(F.lit(None).cast("int").alias("pos"), F.col("text").alias("line")))
-    per_line = F.transform(lines, lambda line, i: F.struct((i + 1).alias("pos"), line.alias("line")))
+    has_text = F.col("data").isNotNull() & (F.length("data") > 0)
+    as_text = F.col("per_line") & has_text & F.col("is_utf8")
+    as_bytes = F.col("per_line") & has_text & ~F.col("is_utf8") & ~F.col("has_nul")
+    text = F.regexp_replace(F.col("text"), "^\uFEFF", "")
+    lines = F.split(text, "\n", -1)
+    lines = F.when(text.endswith("\n"), F.slice(lines, 1, F.size(lines) - 1)).otherwise(lines)
+    text_lines = F.transform(lines, lambda line, i: F.struct(
+        (i + 1).alias("pos"), F.regexp_replace(line, "\r$", "").alias("line"), F.lit(None).cast("binary").alias("raw")))
+    whole_file = F.array(F.struct(F.lit(None).cast("int").alias("pos"), F.col("text").alias("line"),
+                                  F.lit(None).cast("binary").alias("raw")))
     exploded = files.withColumn(
-        "_record", F.explode(F.when(F.col("per_line") & readable, per_line).otherwise(whole_file))
+        "_record",
+        F.explode(
+            F.when(as_text, text_lines)
+            .when(as_bytes, F.coalesce(_split_lines_udf(F.col("data")), whole_file))
+            .otherwise(whole_file)
+        ),
     )
-    record_text = F.col("_record.line")
-    payload = F.when(F.col("per_line") & readable, F.regexp_replace(record_text, "\r$", "")).otherwise(record_text)
+    split = F.col("_record.pos").isNotNull()
     undecodable = F.col("data").isNull() | ~F.coalesce(F.col("is_utf8"), F.lit(False))
+    whole_undecodable = ~split & undecodable
     return exploded.select(
         "*",
         F.col("_record.pos").alias("line_number"),
-        F.when(undecodable, F.expr("make_valid_utf8(cast(coalesce(data, content) AS STRING))"))
-        .otherwise(payload).alias("payload"),
-        F.when(undecodable, F.base64(F.col("content"))).alias("payload_base64"),
+        F.when(whole_undecodable, F.expr("make_valid_utf8(cast(coalesce(data, content) AS STRING))"))
+        .otherwise(F.col("_record.line")).alias("payload"),
+        F.when(whole_undecodable, F.base64(F.col("content")))
+        .when(split, F.base64(F.col("_record.raw"))).alias("payload_base64"),
+        F.when(split & F.col("_record.raw").isNotNull(), F.lit(_NOT_UTF8)).alias("line_error"),
     ).drop("_record", "content", "data", "text")
 
 
@@ -201,7 +280,7 @@ def _parsed(records: DataFrame) -> DataFrame:
         "*",
         cluster_id.alias("cluster_id"),
         node_id.alias("node_id"),
-        F.timestamp_millis(collected_ms).alias("collected_at"),
+        epoch_ms_to_timestamp(collected_ms).alias("collected_at"),
         api_version.alias("api_version"),
         _parse_error().alias("parse_error"),
     ).drop("_json")
@@ -215,6 +294,11 @@ def _get(field: str, sql_type: str) -> Column:
     return F.when(kind.rlike(pattern), value)
 
 
+def epoch_ms_to_timestamp(ms: Column) -> Column:
+    """Epoch milliseconds as TIMESTAMP; NULL outside MIN_EPOCH_MS..MAX_EPOCH_MS (never an overflow error)."""
+    return F.timestamp_millis(F.when(ms.between(MIN_EPOCH_MS, MAX_EPOCH_MS), ms))
+
+
 def _path_node_id() -> Column:
     return F.expr("try_cast(path_node AS INT)")
 
@@ -224,14 +308,38 @@ def _kind(field: str) -> Column:
     return F.expr(f"schema_of_variant(variant_get(_json, '$.{field}'))")
 
 
-def _field_check(field: str, pattern: str, expected: str, required: bool = True) -> Column:
+def _field_check(field: str, pattern: str, expected: str, required: bool = True,
+                 in_range: Column | None = None, range_text: str = "") -> Column:
+    """Why a field is unusable: missing, null, of another JSON type, or (when `in_range` is given and false)
+    beyond what its column can hold."""
     kind = _kind(field)
     missing = F.lit(f"missing field '{field}'") if required else F.lit(None).cast("string")
-    return (
+    check = (
         F.when(kind.isNull(), missing)
         .when(kind == "VOID", F.lit(f"field '{field}' is null") if required else F.lit(None).cast("string"))
         .when(~kind.rlike(pattern), F.concat(F.lit(f"field '{field}' must be {expected}, not "), F.lower(kind)))
     )
+    if in_range is not None:
+        check = check.when(~F.coalesce(in_range, F.lit(False)), F.lit(f"field '{field}' is out of range: {range_text}"))
+    return check
+
+
+def _int_field(field: str, required: bool = True) -> Column:
+    """A 32-bit integer field (ids, versions, partition numbers)."""
+    return _field_check(field, _INTEGER, "an integer", required,
+                        F.expr(f"try_variant_get(_json, '$.{field}', 'int')").isNotNull(), "not a 32-bit integer")
+
+
+def _epoch_ms_field(field: str) -> Column:
+    value = F.expr(f"try_variant_get(_json, '$.{field}', 'bigint')")
+    return _field_check(field, _INTEGER, "an integer", True, value.between(MIN_EPOCH_MS, MAX_EPOCH_MS),
+                        f"epoch milliseconds must be {_EPOCH_RANGE}")
+
+
+def _int_array_field(field: str, required: bool = True) -> Column:
+    values = F.expr(f"try_variant_get(_json, '$.{field}', 'array<int>')")
+    return _field_check(field, _INT_ARRAY, "an array of integers", required,
+                        ~F.exists(values, lambda x: x.isNull()), "every element must be a 32-bit integer")
 
 
 def _json_errors(checks: list[Column]) -> Column:
@@ -265,13 +373,17 @@ def _node_check() -> Column:
         .when(kind.isNull() & F.expr("try_cast(path_node AS INT)").isNull(), F.lit("node= path segment is not an integer"))
         .when(kind == "VOID", F.lit("field 'node_id' is null"))
         .when(kind.isNotNull() & ~kind.rlike(_INTEGER), F.concat(F.lit("field 'node_id' must be an integer, not "), F.lower(kind)))
+        .when(kind.isNotNull() & F.expr("try_variant_get(_json, '$.node_id', 'int')").isNull(),
+              F.lit("field 'node_id' is out of range: not a 32-bit integer"))
     )
 
 
 def _whole_file_errors(content_check: Column, needs_node: bool) -> Column:
     checks = [
         F.when(F.col("path_cluster_id").isNull(), F.lit("no cluster=<id> segment in the path")),
-        F.when(F.col("path_collected_at_ms").isNull(), F.lit("file name does not start with <collected_at_ms>.")),
+        F.when(F.col("path_collected_at_ms").isNull(), F.lit("file name does not start with <collected_at_ms>."))
+        .when(~F.col("path_collected_at_ms").between(MIN_EPOCH_MS, MAX_EPOCH_MS),
+              F.lit(f"the time in the file name is out of range: epoch milliseconds must be {_EPOCH_RANGE}")),
     ]
     if needs_node:
         checks.append(
@@ -290,7 +402,7 @@ def _file_error() -> Column:
     """Why a whole file cannot be read (needs the file-level columns data, is_utf8, text)."""
     return (
         F.when(F.col("decode_error").isNotNull(), F.col("decode_error"))
-        .when(F.col("data").isNotNull() & ~F.col("is_utf8"), F.lit("not UTF-8 text (binary data?); bytes kept in payload_base64"))
+        .when(F.col("data").isNotNull() & ~F.col("is_utf8") & (~F.col("per_line") | F.col("has_nul")), F.lit(_NOT_UTF8))
         .when(F.col("file_size") == 0, F.lit("empty file"))
         .when(F.length("text") == 0, F.lit("empty file after decompression"))
     )
@@ -304,35 +416,37 @@ def _parse_error() -> Column:
         F.lit("/: expected one of "),
         F.col("expected_suffixes"),
     )
-    integer_array = "an array of integers"
     by_format = (
         F.when(fmt == "describe_quorum_json", _json_errors([
             _cluster_check(),
-            _field_check("collected_at_ms", _INTEGER, "an integer"),
-            _field_check("api_version", _INTEGER, "an integer"),
+            _epoch_ms_field("collected_at_ms"),
+            _int_field("api_version"),
             F.when(_get("api_version", "int") < 0, F.lit("field 'api_version' is negative")),
             _field_check("response", "^OBJECT", "an object"),
         ]))
         .when(fmt == "jmx_json", _json_errors([
             _cluster_check(),
             _node_check(),
-            _field_check("scraped_at_ms", _INTEGER, "an integer"),
+            _epoch_ms_field("scraped_at_ms"),
             _field_check("mbean", "^STRING$", "a string"),
+            F.when(F.trim(F.expr("try_variant_get(_json, '$.mbean', 'string')")) == "", F.lit("field 'mbean' is empty")),
             _field_check("attribute", "^STRING$", "a string"),
+            F.when(F.trim(F.expr("try_variant_get(_json, '$.attribute', 'string')")) == "",
+                   F.lit("field 'attribute' is empty")),
             _field_check("value", _NUMBER, "a number"),
         ]))
         .when(fmt == "partition_json", _json_errors([
             _cluster_check(),
-            _field_check("collected_at_ms", _INTEGER, "an integer"),
+            _epoch_ms_field("collected_at_ms"),
             _field_check("topic", "^STRING$", "a string"),
-            _field_check("partition", _INTEGER, "an integer"),
-            _field_check("leader", _INTEGER, "an integer"),
-            _field_check("replicas", _INT_ARRAY, integer_array),
-            _field_check("isr", _INT_ARRAY, integer_array),
-            _field_check("min_isr", _INTEGER, "an integer"),
-            _field_check("adding_replicas", _INT_ARRAY, integer_array, required=False),
-            _field_check("removing_replicas", _INT_ARRAY, integer_array, required=False),
-            _field_check("elr", _INT_ARRAY, integer_array, required=False),
+            _int_field("partition"),
+            _int_field("leader"),
+            _int_array_field("replicas"),
+            _int_array_field("isr"),
+            _int_field("min_isr"),
+            _int_array_field("adding_replicas", required=False),
+            _int_array_field("removing_replicas", required=False),
+            _int_array_field("elr", required=False),
         ]))
         .when(fmt == "quorum_cli_replication", _whole_file_errors(
             F.when(~_has_line(r"^NodeId\s"), F.lit("not a 'describe --replication' capture (no NodeId header)")), False))
@@ -344,7 +458,7 @@ def _parse_error() -> Column:
             F.when(~_has_line(r"^[ \t]*[a-zA-Z_:]"), F.lit("no samples in the scrape")), True))
         .when(fmt == "unknown", unknown)
     )
-    message = F.coalesce(file_level, by_format)
+    message = F.coalesce(file_level, F.col("line_error"), by_format)
     return F.when(message != "", message)
 
 

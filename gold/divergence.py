@@ -69,8 +69,10 @@ def build_metadata_offset_divergence(metrics: DataFrame, tolerance_ms: int) -> D
         "cluster_id", "node_id", "scraped_at", "node_role",
         F.when(committed.isNotNull(), F.col("active_controller_id")).cast("int").alias("active_controller_id"),
         F.when(committed.isNotNull(), F.col("controller_scraped_at")).alias("controller_scraped_at"),
-        applied.cast("bigint").alias("node_last_applied_offset"),
-        committed.cast("bigint").alias("controller_last_committed_offset"),
-        (committed - applied).cast("bigint").alias("divergence_records"),
-        F.round(lag).cast("bigint").alias("last_applied_lag_ms"),
+        # try_cast: a scraped value is a double (NaN, ±Inf or 1e300 are valid samples); under ANSI mode a plain
+        # cast of one would fail the whole batch, and every later run with it. Beyond BIGINT it is unknown (NULL).
+        applied.try_cast("bigint").alias("node_last_applied_offset"),
+        committed.try_cast("bigint").alias("controller_last_committed_offset"),
+        (committed - applied).try_cast("bigint").alias("divergence_records"),
+        F.round(lag).try_cast("bigint").alias("last_applied_lag_ms"),
     ).select(*DIVERGENCE_COLUMNS)

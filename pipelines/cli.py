@@ -85,10 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where to write it (default: ./lakehouse/report.html)")
     _add_common(report, landing=False)
 
-    serve = commands.add_parser("serve", help="serve the lakehouse over JDBC/ODBC (Spark Thrift server) for BI tools",
-                                description="Start Spark's Thrift JDBC/ODBC server on loopback over the warehouse.")
+    serve = commands.add_parser(
+        "serve", help="serve the lakehouse over JDBC/ODBC (Spark Thrift server) for BI tools",
+        description="Start Spark's Thrift JDBC/ODBC server over the warehouse: on loopback unless authentication is "
+                    "configured, read-only (queries, SHOW, DESCRIBE, EXPLAIN, USE) unless --allow-writes.")
     serve.add_argument("--port", type=_port, default=10000, help="TCP port (default: 10000)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to bind (default: 127.0.0.1); a non-loopback address needs --auth-config")
+    serve.add_argument("--auth-config", metavar="FILE",
+                       help="TOML file of the Thrift server's authentication: mode = LDAP (ldap_url, ldap_base_dn, "
+                            "ldap_domain), KERBEROS (kerberos_principal, kerberos_keytab) or CUSTOM (custom_class); "
+                            "optional ssl_keystore, ssl_keystore_password (see README)")
+    serve.add_argument("--allow-writes", action="store_true",
+                       help="let clients run any SQL, DDL and DML included (default: read-only)")
     _add_common(serve, landing=False)
 
     bench = commands.add_parser(
@@ -232,7 +241,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "report":
         return _cmd_report(config, Path(args.out))
     if args.command == "serve":
-        return _cmd_serve(config, args.host, args.port)
+        return _cmd_serve(config, args.host, args.port, args.auth_config, not args.allow_writes)
     if args.command == "maintenance":
         return _cmd_maintenance(config, args.vacuum_hours)
     raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects it first
@@ -348,14 +357,23 @@ def _cmd_report(config: Config, out: Path) -> int:
     return 0
 
 
-def _cmd_serve(config: Config, host: str, port: int) -> int:
+def _cmd_serve(config: Config, host: str, port: int, auth_config: str | None = None, read_only: bool = True) -> int:
+    from pipelines.sql_guard import AuthConfigError, is_loopback, thrift_auth_settings
+
+    try:
+        auth = thrift_auth_settings(auth_config) if auth_config else None
+    except AuthConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if auth is None and not is_loopback(host):
+        raise UsageError(f"refusing to serve on {host} without authentication: anyone who can reach it could query "
+                         "the lakehouse; bind 127.0.0.1 or pass --auth-config FILE (see README, serve)")
     from pipelines.commands import serve
     from pipelines.io import Lakehouse
     from pipelines.run import register_all
 
     lakehouse = Lakehouse(_spark(config), config)
     register_all(lakehouse)
-    serve(lakehouse, host, port, _progress)
+    serve(lakehouse, host, port, _progress, auth=auth, read_only=read_only)
     return 0
 
 

@@ -55,16 +55,28 @@ def write_report(lakehouse, out: Path) -> Path:
 
 
 def serve(lakehouse, host: str, port: int, progress: Progress, ready: Callable[[], None] | None = None,
-          stop_after_s: float | None = None) -> None:
-    """Spark's Thrift JDBC/ODBC server on `host:port` over this session's catalog (bronze/silver/gold)."""
+          stop_after_s: float | None = None, auth: dict[str, str] | None = None, read_only: bool = True) -> None:
+    """Spark's Thrift JDBC/ODBC server on `host:port` over this session's catalog (bronze/silver/gold).
+
+    `auth` holds the Thrift server's `hive.server2.authentication*` settings (`sql_guard.thrift_auth_settings`);
+    without it the server accepts anyone who can connect, so it may only bind a loopback address. With `read_only`
+    (the default) every statement passes the read-only parser guard of `pipelines.sql_guard`."""
+    from pipelines.sql_guard import is_loopback, read_only_session
+
+    if auth is None and not is_loopback(host):
+        raise ValueError(f"refusing to serve on {host} without authentication (loopback only)")
     spark = lakehouse.spark
-    for key, value in (("hive.server2.thrift.port", str(port)), ("hive.server2.thrift.bind.host", host),
-                       ("hive.server2.transport.mode", "binary")):
-        spark.conf.set(key, value)
+    session, guard = read_only_session(spark) if read_only else (spark._jsparkSession, None)
+    settings = {"hive.server2.thrift.port": str(port), "hive.server2.thrift.bind.host": host,
+                "hive.server2.transport.mode": "binary", "hive.server2.authentication": "NONE", **(auth or {})}
+    for key, value in settings.items():
+        session.sessionState().conf().setConfString(key, value)
         spark.sparkContext._jvm.java.lang.System.setProperty(key, value)
     server_cls = spark.sparkContext._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
-    server = server_cls.startWithSparkSession(spark._jsparkSession, False)
-    progress(f"serving the lakehouse on jdbc:hive2://{host}:{port}/ (Ctrl-C to stop); "
+    server = server_cls.startWithSparkSession(session, False)
+    mode = "read-only" if read_only else "read-write"
+    who = f"authentication {settings['hive.server2.authentication']}" if auth else "no authentication, loopback only"
+    progress(f"serving the lakehouse on jdbc:hive2://{host}:{port}/ ({mode}, {who}; Ctrl-C to stop); "
              f"try: beeline -u jdbc:hive2://{host}:{port}/ -e 'SELECT * FROM gold.v_fleet_overview'")
     if ready:
         ready()
@@ -74,6 +86,7 @@ def serve(lakehouse, host: str, port: int, progress: Progress, ready: Callable[[
             time.sleep(0.5)
     finally:
         server.stop()
+        del guard
 
 
 def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[str, str]]:

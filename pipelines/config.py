@@ -7,6 +7,7 @@ the environment at import time; `Config` is frozen so a run cannot change its ow
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -83,6 +84,25 @@ class Config:
         return updated
 
     def validate(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in _INT_SETTINGS and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ConfigError(f"{f.name} must be an integer, not {value!r}")
+            if f.name in _STR_SETTINGS and value is not None and not isinstance(value, str):
+                raise ConfigError(f"{f.name} must be a string, not {value!r}")
+        # Names and paths are spliced into SQL (CREATE SCHEMA <catalog>.<prefix>bronze LOCATION '<path>'), so only
+        # what needs no quoting is accepted: an injection attempt is a configuration error, not a statement.
+        if self.catalog is not None and not _IDENTIFIER.fullmatch(self.catalog):
+            raise ConfigError(f"catalog must be a plain identifier (letters, digits and _, not starting with a digit), "
+                              f"not {self.catalog!r}")
+        if not _PREFIX.fullmatch(self.schema_prefix):
+            raise ConfigError(f"schema_prefix may only hold letters, digits and _ (at most 100), "
+                              f"not {self.schema_prefix!r}")
+        for name in _PATH_SETTINGS:
+            value = getattr(self, name)
+            if value is not None and (value.strip() == "" or _UNSAFE_PATH.search(value)):
+                raise ConfigError(f"{name} must be a non-empty path without quotes, backslashes, backticks or "
+                                  f"control characters, not {value!r}")
         if self.ingest_mode not in ("files", "autoloader"):
             raise ConfigError(f"ingest_mode must be 'files' or 'autoloader', not {self.ingest_mode!r}")
         for name in ("max_files_per_trigger", "shuffle_partitions", "window_minutes", "bronze_chunk_bytes",
@@ -104,6 +124,11 @@ def now_ms() -> datetime:
 
 
 _INT_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", int)}
+_STR_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("str", "str | None", str)}
+_PATH_SETTINGS = ("landing", "warehouse", "checkpoint_root")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+_PREFIX = re.compile(r"[A-Za-z0-9_]{0,100}")
+_UNSAFE_PATH = re.compile(r"['\\`\x00-\x1f\x7f]")
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:

@@ -12,10 +12,11 @@ error, which bronze keeps as the record's `parse_error`.
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
+
+from bronze.raw import gunzip
 
 # Hidden and in-progress files (collectors write `.name` or `_name`, then rename).
 IGNORED_PREFIXES = (".", "_")
@@ -140,29 +141,9 @@ def read_file(f: LandingFile, max_file_bytes: int, max_decompressed_bytes: int) 
         return FileContent(f, None, None, f"file grew beyond the limit of {max_file_bytes} bytes while being read")
     if not f.path.lower().endswith(".gz"):
         return FileContent(f, content, content, None)
-    data, error = gunzip_bounded(content, max_decompressed_bytes)
+    data, error = gunzip(content, max_decompressed_bytes)
     return FileContent(f, content, data, error)
 
 
-def gunzip_bounded(content: bytes, limit: int) -> tuple[bytes | None, str | None]:
-    """Decompress gzip (all members) without ever holding more than `limit` bytes of output."""
-    out = bytearray()
-    data = content
-    try:
-        while data:
-            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            out += d.decompress(data, limit - len(out) + 1)
-            if len(out) > limit or d.unconsumed_tail:
-                return None, f"decompressed size exceeds the limit of {limit} bytes (gzip bomb?)"
-            if not d.eof:
-                return None, "not a valid gzip file (truncated)"
-            data = d.unused_data
-    except zlib.error as exc:
-        return None, f"not a valid gzip file ({exc})"
-    if not content:
-        return None, "not a valid gzip file (empty)"
-    return bytes(out), None
-
-
-__all__ = ["FileContent", "LandingFile", "chunks", "file_uri", "gunzip_bounded", "is_local", "list_landing",
+__all__ = ["FileContent", "LandingFile", "chunks", "file_uri", "is_local", "list_landing",
            "local_path", "read_file"]

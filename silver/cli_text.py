@@ -52,7 +52,9 @@ def _lines(text: str) -> list[tuple[int, str]]:
 def _int(value: str, what: str, line_number: int) -> int:
     value = value.strip()
     if not _INT.match(value):
-        raise CaptureError(f"line {line_number}: {what} {value!r} is not an integer")
+        raise CaptureError(f"line {line_number}: {what} {value[:40]!r} is not an integer")
+    if len(value.lstrip("-")) > 19:  # beyond 64 bits (and Python refuses int() of more than 4300 digits)
+        raise CaptureError(f"line {line_number}: {what} {value[:40]!r}... is out of range (more than 64 bits)")
     return int(value)
 
 

@@ -14,6 +14,7 @@ from pyspark.sql import types as T
 
 from silver.common import latest_per_key, quarantine_rows
 from silver.prometheus_text import canonical_from_mbean, canonical_metric, node_role, parse_exposition
+from silver.udf_guard import guarded, out_of_range
 
 METRIC_COLUMNS = [
     "cluster_id", "node_id", "scraped_at", "metric", "topic", "partition", "value", "node_role", "source_name",
@@ -41,26 +42,50 @@ _SCRAPE = T.StructType([
 
 
 def scrape_samples(text: str) -> dict:
-    """Canonical samples and unparseable lines of one Prometheus scrape."""
+    """Canonical samples and unparseable lines of one Prometheus scrape; a sample that cannot be mapped (or whose
+    partition label is beyond a 32-bit integer) becomes an unparseable line, the others are kept."""
     samples, errors = parse_exposition(text)
+    lines = text.split("\n")
     out = []
     for s in samples:
-        mapped = canonical_metric(s["name"], s["labels"])
-        if mapped is not None:
-            out.append({**mapped, "value": s["value"], "line_number": s["line_number"]})
+        number = s["line_number"]
+        try:
+            mapped = canonical_metric(s["name"], s["labels"])
+            if mapped is None:
+                reason = "sample has no metric name"
+            elif out_of_range(mapped.get("partition"), T.IntegerType()):
+                reason = "partition label is out of range (not a 32-bit integer)"
+            else:
+                reason = None
+        except Exception as exc:
+            reason = f"cannot be mapped ({type(exc).__name__}: {str(exc)[:200]})"
+        if reason is not None:
+            line = lines[number - 1].removesuffix("\r") if 0 < number <= len(lines) else None
+            errors.append({"line_number": number, "line": line, "reason": reason})
+            continue
+        out.append({**mapped, "value": s["value"], "line_number": number})
     return {"samples": out, "errors": errors}
 
 
-def mbean_sample(mbean: str | None, attribute: str | None) -> dict | None:
-    if not mbean or attribute is None:
-        return None
-    return canonical_from_mbean(mbean, attribute)
+def mbean_sample(mbean: str | None, attribute: str | None) -> dict:
+    """The canonical sample of a Jolokia-style read, or `error` saying why there is none."""
+    if mbean is None or not mbean.strip():
+        return {"error": "empty mbean: no metric name can be derived"}
+    if attribute is None or not attribute.strip():
+        return {"error": "empty attribute: no metric name can be derived"}
+    mapped = canonical_from_mbean(mbean, attribute)
+    if mapped is None:
+        return {"error": f"mbean {mbean[:200]!r} maps to no metric"}
+    return {**mapped, "error": None}
 
 
-_scrape_udf = F.udf(scrape_samples, _SCRAPE, useArrow=True)
-_mbean_udf = F.udf(mbean_sample, T.StructType([f for f in _SAMPLE.fields if f.name not in ("value", "line_number")]),
-                   useArrow=True)
-_role_udf = F.udf(lambda metrics: node_role(metrics or []), T.StringType(), useArrow=True)
+_MBEAN = T.StructType([*[f for f in _SAMPLE.fields if f.name not in ("value", "line_number")],
+                       T.StructField("error", T.StringType())])
+_scrape_udf = F.udf(guarded(scrape_samples, _SCRAPE, lambda reason: {
+    "samples": [], "errors": [{"line_number": None, "line": None, "reason": reason}]}), _SCRAPE, useArrow=True)
+_mbean_udf = F.udf(guarded(mbean_sample, _MBEAN, lambda reason: {"error": reason}), _MBEAN, useArrow=True)
+_role_udf = F.udf(guarded(lambda metrics: node_role(metrics or []), T.StringType(), lambda _reason: None),
+                  T.StringType(), useArrow=True)
 
 
 def build_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -80,25 +105,34 @@ def build_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
     bad_lines = scrapes.select(*base, F.explode("_s.errors").alias("_e"))
     rejected_lines = quarantine_rows(
         bad_lines, "silver.node_metrics", F.array(F.lit("sample_line_parses")),
-        F.concat(F.lit("line "), F.col("_e.line_number").cast("string"), F.lit(" of "), F.col("source_file"),
-                 F.lit(": "), F.col("_e.reason")),
+        F.concat(F.coalesce(F.concat(F.lit("line "), F.col("_e.line_number").cast("string"), F.lit(" of ")),
+                            F.lit("")),
+                 F.col("source_file"), F.lit(": "), F.coalesce(F.col("_e.reason"), F.lit("unreadable"))),
         F.to_json(F.struct("source_file", F.col("_e.line_number").alias("line_number"),
                            F.col("_e.line").alias("line"))),
     )
 
-    jmx = readable.where(F.col("format") == "jmx_json").select(
-        *base, F.lit("jmx").alias("source"),
+    jmx_parsed = readable.where(F.col("format") == "jmx_json").select(
+        *base, "payload", F.lit("jmx").alias("source"),
         F.from_json("payload", "mbean STRING, attribute STRING, value DOUBLE").alias("_j"),
-    ).withColumn("_m", _mbean_udf(F.col("_j.mbean"), F.col("_j.attribute"))).select(
+    ).withColumn("_m", _mbean_udf(F.col("_j.mbean"), F.col("_j.attribute")))
+    jmx_error = F.coalesce(F.col("_m.error"), F.when(F.col("_m.metric").isNull(), F.lit("no metric name")))
+    rejected_jmx = quarantine_rows(
+        jmx_parsed.where(jmx_error.isNotNull()), "silver.node_metrics", F.array(F.lit("jmx_sample_maps")),
+        F.concat(F.lit("JMX sample of "), F.col("source_file"), F.lit(": "), jmx_error),
+        F.to_json(F.struct("record_id", "source_file", "payload")),
+    )
+    jmx = jmx_parsed.where(jmx_error.isNull()).select(
         *base, "source",
         *[F.col(f"_m.{c}").alias(c) for c in ("metric", "topic", "partition")],
         F.col("_j.value").alias("value"),
         F.col("_m.source_name").alias("source_name"), F.col("_m.state").alias("state"),
         F.lit(0).alias("line_number"),
     )
-    samples = latest_per_key(prom.unionByName(jmx).where(F.col("metric").isNotNull()), KEY,
-                             order=["ingested_at", "record_id", "line_number"])
+    # every sample now has a metric (scrape_samples and the JMX mapping move the others to quarantine)
+    samples = latest_per_key(prom.unionByName(jmx), KEY, order=["ingested_at", "record_id", "line_number"])
     roles = samples.groupBy("cluster_id", "node_id", "scraped_at").agg(
         _role_udf(F.collect_set("metric")).alias("node_role")
     )
-    return samples.join(roles, ["cluster_id", "node_id", "scraped_at"]).select(*METRIC_COLUMNS), rejected_lines
+    return (samples.join(roles, ["cluster_id", "node_id", "scraped_at"]).select(*METRIC_COLUMNS),
+            rejected_lines.unionByName(rejected_jmx))

@@ -12,6 +12,7 @@ from pyspark.sql import types as T
 
 from silver.cli_text import CaptureError, parse_topics
 from silver.common import latest_per_key, rejected
+from silver.udf_guard import guarded
 
 PARTITION_COLUMNS = [
     "cluster_id", "collected_at", "topic", "partition", "leader_id", "replicas", "isr", "min_isr",
@@ -113,4 +114,5 @@ def topics_capture(text: str, default_min_isr: int) -> dict:
     return {"error": None, "partitions": partitions}
 
 
-_topics_udf = F.udf(topics_capture, _TOPICS, useArrow=True)
+_topics_udf = F.udf(guarded(topics_capture, _TOPICS, lambda reason: {"error": reason, "partitions": None}),
+                    _TOPICS, useArrow=True)

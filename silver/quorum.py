@@ -15,8 +15,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from bronze.raw import MAX_EPOCH_MS, MIN_EPOCH_MS, epoch_ms_to_timestamp
 from silver.cli_text import CaptureError, parse_replication, parse_status
 from silver.common import latest_per_key, rejected
+from silver.udf_guard import guarded
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -27,6 +29,14 @@ RESPONSE_SCHEMA = (
     "partitions: ARRAY<STRUCT<partitionIndex: INT, errorCode: INT, errorMessage: STRING, leaderId: INT, "
     f"leaderEpoch: INT, highWatermark: BIGINT, currentVoters: ARRAY<{_REPLICA}>, observers: ARRAY<{_REPLICA}>>>>>>"
 )
+
+# The same response with every number read as its JSON text: a number the typed schema cannot hold (beyond INT or
+# BIGINT, or not an integer) is NULL there but not here, so it is caught instead of passing for "unknown".
+RAW_RESPONSE_SCHEMA = (RESPONSE_SCHEMA.replace("BIGINT", "STRING").replace("INT>", "STRING>")
+                       .replace(": INT,", ": STRING,"))
+_PARTITION_NUMBERS = ("partitionIndex", "errorCode", "leaderId", "leaderEpoch", "highWatermark")
+_REPLICA_NUMBERS = ("replicaId", "logEndOffset", "lastFetchTimestamp", "lastCaughtUpTimestamp")
+_REPLICA_TIMESTAMPS = ("lastFetchTimestamp", "lastCaughtUpTimestamp")
 
 SNAPSHOT_COLUMNS = [
     "cluster_id", "collected_at", "source", "api_version", "leader_id", "leader_epoch", "high_watermark",
@@ -66,7 +76,14 @@ def build_quorum_snapshots(bronze: DataFrame) -> tuple[DataFrame, DataFrame, Dat
 # --- DescribeQuorum JSON ---------------------------------------------------------------------------------------------
 
 def _from_admin(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
-    parsed = records.withColumn("_r", F.from_json("payload", RESPONSE_SCHEMA).getField("response"))
+    typed = records.withColumn("_r", F.from_json("payload", RESPONSE_SCHEMA).getField("response")).withColumn(
+        "_raw", F.from_json("payload", RAW_RESPONSE_SCHEMA).getField("response"))
+    unusable = typed.withColumn("_range_error", _range_errors(F.col("_r"), F.col("_raw")))
+    out_of_range = rejected(
+        unusable.where(F.col("_range_error").isNotNull()), "silver.quorum_snapshots", ["values_in_range"],
+        F.col("_range_error"),
+    )
+    parsed = unusable.where(F.col("_range_error").isNull()).drop("_raw", "_range_error")
     topics = F.col("_r.topics")
     top_error = F.coalesce(F.col("_r.errorCode"), F.lit(0))
     # A top-level error response carries no topics at all (DescribeQuorumResponse.getTopLevelErrorResponse).
@@ -105,7 +122,7 @@ def _from_admin(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         _count("_p.observers").alias("observer_count"),
         F.transform("_p.currentVoters", lambda v: v["replicaId"]).alias("voter_ids"),
         "error_code", "error_message",
-        F.timestamp_millis("_ref_ms").alias("ref_at"),
+        epoch_ms_to_timestamp(F.col("_ref_ms")).alias("ref_at"),
         F.lit(None).cast("string").alias("kafka_cluster_id"),
         F.lit(None).cast("bigint").alias("cli_max_follower_lag"),
         F.lit(None).cast("bigint").alias("cli_max_follower_lag_time_ms"),
@@ -138,7 +155,46 @@ def _from_admin(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         "record_id", "ingested_at",
         F.col("record_id").alias("_winner"),
     ).transform(_with_lags)
-    return snapshots, replicas, bad_shape.unionByName(missing)
+    return snapshots, replicas, out_of_range.unionByName(bad_shape).unionByName(missing)
+
+
+def _range_errors(typed: Column, raw: Column) -> Column:
+    """Why a response cannot be typed: the numbers its columns cannot hold, and timestamps that are neither -1
+    (unknown) nor epoch milliseconds up to year 9999. NULL when every number is usable."""
+    def unreadable(t: Column, r: Column) -> Column:
+        return r.isNotNull() & t.isNull()
+
+    def bad_time(t: Column) -> Column:
+        return t.isNotNull() & (t != -1) & ~t.between(MIN_EPOCH_MS, MAX_EPOCH_MS)
+
+    problems = [F.when(unreadable(typed["errorCode"], raw["errorCode"]), F.lit("errorCode"))]
+    t_parts = F.flatten(F.transform(typed["topics"], lambda x: x["partitions"]))
+    r_parts = F.flatten(F.transform(raw["topics"], lambda x: x["partitions"]))
+    for name in _PARTITION_NUMBERS:
+        problems.append(F.when(_any_pair(t_parts, r_parts, name, unreadable), F.lit(name)))
+    for array in ("currentVoters", "observers"):
+        t_reps = F.flatten(F.transform(t_parts, _field_of(array)))
+        r_reps = F.flatten(F.transform(r_parts, _field_of(array)))
+        for name in _REPLICA_NUMBERS:
+            problems.append(F.when(_any_pair(t_reps, r_reps, name, unreadable), F.lit(f"{array}[].{name}")))
+        for name in _REPLICA_TIMESTAMPS:
+            problems.append(F.when(F.exists(t_reps, _field_test(name, bad_time)),
+                                   F.lit(f"{array}[].{name} (not -1 or epoch ms up to year 9999)")))
+    found = F.concat_ws(", ", F.array(*problems))
+    return F.when(found != "", F.concat(F.lit("numbers out of range or not integers: "), found))
+
+
+def _field_of(name: str):
+    return lambda element: element[name]
+
+
+def _field_test(name: str, test):
+    return lambda element: test(element[name])
+
+
+def _any_pair(typed: Column, raw: Column, name: str, test) -> Column:
+    """Whether `test(typed[name], raw[name])` holds for some pair of elements of the two (parallel) arrays."""
+    return F.exists(F.zip_with(typed, raw, lambda t, r: test(t[name], r[name])), lambda hit: hit)
 
 
 def _count(array: str) -> Column:
@@ -160,13 +216,16 @@ def _with_lags(rows: DataFrame) -> DataFrame:
     is_leader = F.col("role") == "leader"
     leo, leader_leo = _known(F.col("_leo")), _known(F.col("_leader_leo"))
     fetch, caught_up = _known(F.col("_fetch_ms")), _known(F.col("_caught_up_ms"))
+    # try_subtract: under ANSI mode an overflowing difference would fail the whole batch instead of this row
     return (
         rows.withColumn("log_end_offset", leo)
-        .withColumn("last_fetch_at", F.timestamp_millis(fetch))
-        .withColumn("last_caught_up_at", F.timestamp_millis(caught_up))
-        .withColumn("offset_lag", F.when(is_leader, F.lit(0).cast("bigint")).otherwise(leader_leo - leo))
-        .withColumn("caught_up_lag_ms", F.when(is_leader, F.lit(0).cast("bigint")).otherwise(F.col("_ref_ms") - caught_up))
-        .withColumn("fetch_age_ms", F.when(is_leader, F.lit(0).cast("bigint")).otherwise(F.col("_ref_ms") - fetch))
+        .withColumn("last_fetch_at", epoch_ms_to_timestamp(fetch))
+        .withColumn("last_caught_up_at", epoch_ms_to_timestamp(caught_up))
+        .withColumn("offset_lag", F.when(is_leader, F.lit(0).cast("bigint")).otherwise(F.try_subtract(leader_leo, leo)))
+        .withColumn("caught_up_lag_ms", F.when(is_leader, F.lit(0).cast("bigint"))
+                    .otherwise(F.try_subtract(F.col("_ref_ms"), caught_up)))
+        .withColumn("fetch_age_ms", F.when(is_leader, F.lit(0).cast("bigint"))
+                    .otherwise(F.try_subtract(F.col("_ref_ms"), fetch)))
     )
 
 
@@ -224,6 +283,11 @@ def cli_snapshot(replication: str | None, status: str | None, collected_at_ms: i
             "is_leader": r["status"] == "Leader",
         })
     ref_ms = (leader_rows[0]["last_caught_up_ms"] if leader_rows else None) or collected_at_ms
+    for r in replicas:
+        for key, label in (("last_fetch_ms", "LastFetchTimestamp"), ("last_caught_up_ms", "LastCaughtUpTimestamp")):
+            if r[key] is not None and r[key] != -1 and not MIN_EPOCH_MS <= r[key] <= MAX_EPOCH_MS:
+                return {"error": f"replica {r['replica_id']}: {label} {r[key]} is out of range "
+                                 f"(epoch milliseconds up to year 9999)"}
     return {
         "error": None,
         "kafka_cluster_id": st["kafka_cluster_id"] if st else None,
@@ -239,7 +303,8 @@ def cli_snapshot(replication: str | None, status: str | None, collected_at_ms: i
     }
 
 
-_cli_snapshot_udf = F.udf(cli_snapshot, _CLI_SNAPSHOT, useArrow=True)
+_cli_snapshot_udf = F.udf(guarded(cli_snapshot, _CLI_SNAPSHOT, lambda reason: {"error": reason}), _CLI_SNAPSHOT,
+                          useArrow=True)
 
 
 def _from_cli(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
@@ -280,7 +345,7 @@ def _from_cli(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.col("_s.voter_ids").alias("voter_ids"),
         F.lit(0).alias("error_code"),
         F.lit(None).cast("string").alias("error_message"),
-        F.timestamp_millis("_s.ref_ms").alias("ref_at"),
+        epoch_ms_to_timestamp(F.col("_s.ref_ms")).alias("ref_at"),
         F.col("_s.kafka_cluster_id").alias("kafka_cluster_id"),
         F.col("_s.max_follower_lag").alias("cli_max_follower_lag"),
         F.col("_s.max_follower_lag_time_ms").alias("cli_max_follower_lag_time_ms"),

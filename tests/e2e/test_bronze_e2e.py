@@ -16,7 +16,7 @@ WHOLE_FILE_SUFFIXES = (".replication.txt", ".status.txt", ".prom", ".topics.txt"
 
 def expected_records(landing: Path) -> dict[str, int]:
     """Records per source, counted independently of the pipeline: a JSON Lines file has one per line (one if the
-    file is empty or not text), every other file is one record."""
+    file is empty or binary, i.e. not UTF-8 and holding a NUL byte), every other file is one record."""
     counts = {}
     for source in BRONZE_SOURCES:
         n = 0
@@ -33,11 +33,12 @@ def expected_records(landing: Path) -> dict[str, int]:
                     continue
             if name.endswith(".jsonl"):
                 try:
-                    text = data.decode("utf-8")
+                    data.decode("utf-8")
                 except UnicodeDecodeError:
-                    n += 1
-                    continue
-                n += max(1, len(text.split("\n")) - (1 if text.endswith("\n") else 0))
+                    if b"\x00" in data:
+                        n += 1
+                        continue
+                n += max(1, len(data.split(b"\n")) - (1 if data.endswith(b"\n") else 0))
             else:
                 n += 1
         counts[source] = n

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import gzip
+import zlib
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
@@ -225,3 +227,140 @@ def test_gunzip_reports_corrupt_input():
 def test_unknown_source_is_rejected(spark):
     with pytest.raises(ValueError, match="unknown landing source"):
         records(spark, "elsewhere", ("x/a.jsonl", b"{}"))
+
+
+# --- hostile records: each costs its own record, never the batch ------------------------------------------------
+
+EPOCH_RANGE = "epoch milliseconds must be between 0 and 253402300799999 (year 9999)"
+
+
+@pytest.mark.parametrize(
+    ("collected_at_ms", "error"),
+    [
+        ("9000000000000000", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # year 287168
+        ("253402300800000", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # 10000-01-01
+        ("-5", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),
+        ("4611686018427387904", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # 2^62: long overflow
+        ("9223372036854775808", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # 2^63
+        ("-9223372036854775809", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),
+        ("1" + "0" * 5000, "malformed JSON"),  # thousands of digits: beyond what the JSON parser reads
+        ("253402300799999", None),  # the last millisecond of year 9999 is fine
+    ],
+)
+def test_epoch_milliseconds_beyond_a_timestamp_are_parse_errors(spark, collected_at_ms, error):
+    line = QUORUM_OK.replace("1730000000600", collected_at_ms)
+    out = records(spark, "quorum", ("quorum/a.jsonl", line.encode())).select("collected_at", "parse_error").first()
+    assert out["parse_error"] == error
+    assert (out["collected_at"] is None) == (error is not None)
+
+
+def test_integers_beyond_32_bits_are_parse_errors(spark):
+    jmx = ('{"cluster_id":"c1","node_id":4294967296,"scraped_at_ms":1730000000500,'
+           '"mbean":"kafka.server:type=raft-metrics","attribute":"current-leader","value":1}')
+    part = ('{"cluster_id":"c1","collected_at_ms":1,"topic":"t","partition":2147483648,"leader":1,'
+            '"replicas":[1,99999999999999999999999],"isr":[1],"min_isr":1,"elr":[null]}')
+    quorum = QUORUM_OK.replace('"api_version":1', '"api_version":2147483648')
+    out = build_raw_records(files(
+        spark, ("metrics/m.jsonl", jmx.encode()),
+    ), "metrics", RUN_AT).unionByName(
+        records(spark, "partitions", ("partitions/p.jsonl", part.encode()))).unionByName(
+        records(spark, "quorum", ("quorum/q.jsonl", quorum.encode()))).select("format", "node_id", "parse_error")
+    expected = spark.createDataFrame(
+        [
+            ("jmx_json", None, "field 'node_id' is out of range: not a 32-bit integer"),
+            ("partition_json", None, "field 'partition' is out of range: not a 32-bit integer; field 'replicas' is out "
+             "of range: every element must be a 32-bit integer; field 'elr' is out of range: every element must be a "
+             "32-bit integer"),
+            ("describe_quorum_json", None, "field 'api_version' is out of range: not a 32-bit integer"),
+        ],
+        "format STRING, node_id INT, parse_error STRING",
+    )
+    assert_df_equality(out, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_empty_mbean_or_attribute_is_a_parse_error(spark):
+    jmx = ('{"cluster_id":"c1","node_id":3,"scraped_at_ms":1730000000500,"mbean":"%s","attribute":"%s","value":1}')
+    data = "\n".join([jmx % ("", "Value"), jmx % ("kafka.server:type=x", " "), jmx % ("kafka.server:type=x", "Value")])
+    out = records(spark, "metrics", ("metrics/m.jsonl", data.encode())).orderBy("line_number")
+    assert [r["parse_error"] for r in out.collect()] == ["field 'mbean' is empty", "field 'attribute' is empty", None]
+
+
+def test_capture_time_in_a_file_name_beyond_year_9999_is_a_parse_error(spark):
+    out = records(spark, "quorum", ("quorum/cluster=k/99999999999999999.status.txt", b"LeaderId: 1\n")).first()
+    assert out["collected_at"] is None
+    assert out["parse_error"] == f"the time in the file name is out of range: {EPOCH_RANGE}"
+
+
+def test_nesting_ten_thousand_deep_is_one_parse_error(spark):
+    deep = '{"cluster_id":"c1","collected_at_ms":1,"api_version":1,"response":' + '{"a":' * 10_000 + "1" + "}" * 10_001
+    data = (QUORUM_OK + "\n" + deep + "\n" + "[" * 10_000 + "]" * 10_000 + "\n").encode()
+    out = records(spark, "quorum", ("quorum/a.jsonl", data)).orderBy("line_number")
+    assert [r["parse_error"] for r in out.collect()] == [None, "malformed JSON", "malformed JSON"]
+
+
+def test_a_bom_at_the_start_of_a_json_lines_file_is_not_part_of_the_record(spark):
+    bom = b"\xef\xbb\xbf"
+    out = records(
+        spark, "quorum",
+        ("quorum/a.jsonl", bom + QUORUM_OK.encode() + b"\n"),
+        ("quorum/b.jsonl.gz", gzip.compress(bom + QUORUM_OK.encode() + b"\n" + b"\xff\n")),
+    ).select("source_file", "line_number", "payload", "parse_error")
+    expected = spark.createDataFrame(
+        [
+            ("file:/landing/quorum/a.jsonl", 1, QUORUM_OK, None),
+            ("file:/landing/quorum/b.jsonl.gz", 1, QUORUM_OK, None),
+            ("file:/landing/quorum/b.jsonl.gz", 2, "\ufffd", "not UTF-8 text (binary data?); bytes kept in payload_base64"),
+        ],
+        "source_file STRING, line_number INT, payload STRING, parse_error STRING",
+    )
+    assert_df_equality(out, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_one_invalid_byte_costs_only_its_line(spark):
+    bad_line = QUORUM_OK.encode().replace(b'"c1"', b'"c\xff1"')
+    data = QUORUM_OK.encode() + b"\r\n" + bad_line + b"\n\n" + QUORUM_OK.replace("600", "601").encode() + b"\n"
+    out = records(spark, "quorum", ("quorum/a.jsonl", data)).orderBy("line_number")
+    rows = [(r["line_number"], r["parse_error"], r["payload_base64"] and base64.b64decode(r["payload_base64"]))
+            for r in out.collect()]
+    assert rows == [
+        (1, None, None),
+        (2, "not UTF-8 text (binary data?); bytes kept in payload_base64", bad_line),
+        (3, "blank line", None),
+        (4, None, None),
+    ]
+    assert out.where("line_number = 4").first()["collected_at"] == ts(1730000000601)
+
+
+def test_gunzip_is_bounded_and_never_raises():
+    assert gunzip(gzip.compress(b"x" * 100), limit=100) == (b"x" * 100, None)
+    data, error = gunzip(gzip.compress(b"x" * 101), limit=100)
+    assert data is None and error.startswith("decompressed size exceeds 100 bytes")
+    assert gunzip(gzip.compress(b"ab") + gzip.compress(b"cd") + b"\x00\x00") == (b"abcd", None)
+    assert gunzip(gzip.compress(b"abc")[:-4]) == (None, "not a valid gzip file (truncated archive)")
+    data, error = gunzip(gzip.compress(b"ab") + b"trailing garbage")
+    assert data is None and error.startswith("not a valid gzip file")
+
+
+def test_a_gzip_bomb_is_not_decompressed(spark):
+    from bronze.raw import MAX_DECOMPRESSED_BYTES
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = b"\x00" * (1 << 20)
+    bomb = b"".join(packer.compress(chunk) for _ in range(MAX_DECOMPRESSED_BYTES // len(chunk) + 1)) + packer.flush()
+    assert len(bomb) < 1 << 20
+    out = records(spark, "quorum", ("quorum/bomb.jsonl.gz", bomb), ("quorum/a.jsonl", QUORUM_OK.encode()))
+    rows = {r["source_file"]: r for r in out.collect()}
+    assert rows["file:/landing/quorum/bomb.jsonl.gz"]["parse_error"] == (
+        f"decompressed size exceeds {MAX_DECOMPRESSED_BYTES} bytes (MAX_DECOMPRESSED_BYTES); not decompressed")
+    assert base64.b64decode(rows["file:/landing/quorum/bomb.jsonl.gz"]["payload_base64"]) == bomb
+    assert rows["file:/landing/quorum/a.jsonl"]["parse_error"] is None
+
+
+def test_a_binary_json_lines_file_with_newlines_stays_one_record(spark):
+    # not UTF-8, and holding NUL bytes after invalid lead bytes: binary data, not lines of text
+    data = (Path(__file__).parents[1] / "data" / "landing_bad" / "quorum" / "garbage.jsonl").read_bytes()
+    assert b"\x00" in data and b"\n" in data
+    out = records(spark, "quorum", ("quorum/garbage.jsonl", data)).collect()
+    assert len(out) == 1
+    assert out[0]["parse_error"] == "not UTF-8 text (binary data?); bytes kept in payload_base64"
+    assert base64.b64decode(out[0]["payload_base64"]) == data

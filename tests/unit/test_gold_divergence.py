@@ -110,3 +110,18 @@ def test_without_any_active_controller_scrape_every_row_is_kept_with_unknown_div
         ("c", 3000, s(0), "controller", None, None, 102, None, None, None),
     ], DIVERGENCE)
     assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_values_beyond_bigint_are_unknown_not_a_failed_batch(spark):
+    # NaN, infinities and 1e300 are valid Prometheus samples; ANSI mode would fail a plain cast to BIGINT
+    rows = [
+        *active_controller("c", 3000, s(0), committed=float("inf"), applied=1e300, lag_ms=float("nan")),
+        *broker("c", 0, s(1), applied=float("nan"), lag_ms=float("-inf")),
+        *broker("c", 1, s(2), applied=1000, lag_ms=5),
+    ]
+    expected = spark.createDataFrame([
+        ("c", 3000, s(0), "controller", 3000, s(0), None, None, None, None),
+        ("c", 0, s(1), "broker", 3000, s(0), None, None, None, None),
+        ("c", 1, s(2), "broker", 3000, s(0), 1000, None, None, 5),
+    ], DIVERGENCE)
+    assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)

@@ -1,0 +1,236 @@
+"""Read-only SQL for `quorumlake serve`: a parser guard in front of Spark's SQL parser, and the Thrift server's
+authentication settings.
+
+Spark's Thrift (HiveServer2) server runs every statement through the session's SQL parser. Spark lets a session
+extension wrap that parser (`SparkSessionExtensions.injectParser`); here the wrapper is a Python object that the JVM
+calls through Py4J (the same callback mechanism PySpark uses for `foreachBatch`), so no Java code is needed. It lets
+through only:
+- queries (`SELECT`, `WITH`, `VALUES`, `TABLE`, `FROM ...`): whatever Spark's own `parseQuery` accepts;
+- `SHOW ...`, `DESCRIBE ...`, `EXPLAIN ...`, `USE ...`, and `SET` without a value (reading a setting);
+and rejects everything else (DDL, DML, `CACHE`, `ADD JAR`, `SET key=value`, `RESET`, SQL scripts) with a one-line
+error. Queries may not call `reflect`/`java_method`/`try_reflect` (they call arbitrary static Java methods). Before
+every statement the guard also forces the settings in `FORCED_SETTINGS` back, so a client cannot re-enable reading
+arbitrary files (`SELECT * FROM text.`/etc/passwd``) through connection properties.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+# Statements other than queries that are let through, by the class of the plan Spark's parser builds: every
+# SHOW ..., DESCRIBE ... and EXPLAIN ... plan (ShowTables, ShowNamespacesCommand, DescribeRelation, ExplainCommand,
+# ...) only reads metadata; USE only changes the session's current namespace.
+READ_ONLY_PREFIXES = ("Show", "Describe", "Explain")
+READ_ONLY_COMMANDS = frozenset({"SetCatalogAndNamespace", "SetNamespaceCommand", "SetCatalogCommand"})
+FORCED_SETTINGS = {
+    "spark.sql.runSQLOnFiles": "false",  # no `SELECT * FROM csv.`/any/path``, `delta.`/any/path``
+}
+_REFLECTION = re.compile(r"\b(reflect|java_method|try_reflect)\s*\(", re.IGNORECASE)
+
+
+class ReadOnlyViolation(Exception):
+    pass
+
+
+def check_read_only(delegate: Any, sql_text: str) -> None:
+    """Raise ReadOnlyViolation unless `sql_text` is a query or a read-only command (see the module docstring)."""
+    if _REFLECTION.search(sql_text):
+        raise ReadOnlyViolation("calling Java methods (reflect, java_method) is not allowed")
+    try:
+        delegate.parseQuery(sql_text)
+        return
+    except Exception:
+        pass
+    plan = delegate.parsePlan(sql_text)  # a syntax error surfaces here as Spark's own ParseException
+    kind = plan.getClass().getSimpleName()
+    if kind == "SetCommand":
+        kv = plan.kv()
+        if kv.isEmpty() or kv.get()._2().isEmpty():
+            return
+        raise ReadOnlyViolation("changing settings (SET key=value) is not allowed")
+    if not kind.startswith(READ_ONLY_PREFIXES) and kind not in READ_ONLY_COMMANDS:
+        raise ReadOnlyViolation(f"{kind} statements are not allowed; only queries, SHOW, DESCRIBE, EXPLAIN and USE")
+
+
+class _ReadOnlyParser:
+    """A Python implementation of Spark's ParserInterface that delegates to Spark's parser after the check."""
+
+    class Java:
+        implements = ["org.apache.spark.sql.catalyst.parser.ParserInterface"]
+
+    def __init__(self, session: Any, delegate: Any):
+        self._session = session
+        self._delegate = delegate
+
+    def _guard(self, sql_text: str) -> None:
+        conf = self._session.sessionState().conf()
+        for key, value in FORCED_SETTINGS.items():
+            conf.setConfString(key, value)
+        try:
+            check_read_only(self._delegate, sql_text)
+        except ReadOnlyViolation as exc:
+            # Py4J rethrows it in the JVM; the Thrift server reports it to the client as the statement's error.
+            raise ReadOnlyViolation(f"quorumlake serve is read-only: {exc}") from None
+
+    def parsePlan(self, sql_text: str):
+        self._guard(sql_text)
+        return self._delegate.parsePlan(sql_text)
+
+    def parsePlanWithParameters(self, sql_text: str, parameters: Any):
+        self._guard(sql_text)
+        return self._delegate.parsePlanWithParameters(sql_text, parameters)
+
+    def parseQuery(self, sql_text: str):
+        self._guard(sql_text)
+        return self._delegate.parseQuery(sql_text)
+
+    def parseExpression(self, text: str):
+        return self._delegate.parseExpression(text)
+
+    def parseTableIdentifier(self, text: str):
+        return self._delegate.parseTableIdentifier(text)
+
+    def parseFunctionIdentifier(self, text: str):
+        return self._delegate.parseFunctionIdentifier(text)
+
+    def parseMultipartIdentifier(self, text: str):
+        return self._delegate.parseMultipartIdentifier(text)
+
+    def parseRoutineParam(self, text: str):
+        return self._delegate.parseRoutineParam(text)
+
+    def parseTableSchema(self, text: str):
+        return self._delegate.parseTableSchema(text)
+
+    def parseDataType(self, text: str):
+        return self._delegate.parseDataType(text)
+
+    def toString(self) -> str:
+        return "quorumlake read-only parser"
+
+
+class _ParserBuilder:
+    """scala.Function2[SparkSession, ParserInterface, ParserInterface] for SparkSessionExtensions.injectParser."""
+
+    class Java:
+        implements = ["scala.Function2"]
+
+    def __init__(self) -> None:
+        self.parsers: list[_ReadOnlyParser] = []  # keep the Python objects alive while the JVM holds them
+
+    def apply(self, session: Any, delegate: Any):
+        parser = _ReadOnlyParser(session, delegate)
+        self.parsers.append(parser)
+        return parser
+
+    def toString(self) -> str:
+        return "quorumlake read-only parser builder"
+
+
+def read_only_session(spark) -> tuple[Any, Any]:
+    """(JVM session, guard): a new session of `spark`'s context (same catalog and tables) whose SQL parser is
+    read-only; the sessions the Thrift server opens from it (`newSession`) inherit the guard. Keep the guard
+    referenced while the session is in use (the JVM holds only a proxy of it)."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    ensure_callback_server_started(spark.sparkContext._gateway)
+    builder = _ParserBuilder()
+    jsession = spark._jsparkSession
+    jsession.extensions().injectParser(builder)
+    guarded = jsession.newSession()
+    for key, value in FORCED_SETTINGS.items():
+        guarded.sessionState().conf().setConfString(key, value)
+    return guarded, builder
+
+
+# --- authentication ---------------------------------------------------------------------------------------------
+
+AUTH_MODES = ("LDAP", "KERBEROS", "CUSTOM")
+
+
+class AuthConfigError(ValueError):
+    pass
+
+
+def thrift_auth_settings(path: str | Path) -> dict[str, str]:
+    """The Thrift server's `hive.server2.*` authentication settings from a TOML file (see README, `serve`).
+
+    mode = "LDAP":     ldap_url (required), ldap_base_dn, ldap_domain
+    mode = "KERBEROS": kerberos_principal, kerberos_keytab (both required)
+    mode = "CUSTOM":   custom_class (required): a Java class on the driver's class path implementing
+                       org.apache.hive.service.auth.PasswdAuthenticationProvider
+    ssl_keystore, ssl_keystore_password (optional, any mode): TLS for the connection (hive.server2.use.SSL).
+    NONE, NOSASL and PAM are refused: the first two authenticate nobody, PAM needs a native library Spark does not
+    ship."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AuthConfigError(f"cannot read auth config {p}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise AuthConfigError(f"auth config {p} is not valid TOML: {exc}") from None
+    data = data.get("auth", data)
+    mode = str(data.get("mode", "")).upper()
+    if mode not in AUTH_MODES:
+        raise AuthConfigError(f"auth config {p}: mode must be one of {', '.join(AUTH_MODES)}, "
+                              f"not {mode or 'missing'!r}")
+    known = {"mode", "ldap_url", "ldap_base_dn", "ldap_domain", "kerberos_principal", "kerberos_keytab",
+             "custom_class", "ssl_keystore", "ssl_keystore_password"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise AuthConfigError(f"auth config {p}: unknown key(s): {', '.join(unknown)}")
+    for key, value in data.items():
+        if not isinstance(value, str) or not value.strip() or any(c in value for c in "\r\n\x00"):
+            raise AuthConfigError(f"auth config {p}: {key} must be a non-empty one-line string")
+
+    def need(*keys: str) -> None:
+        missing = [k for k in keys if k not in data]
+        if missing:
+            raise AuthConfigError(f"auth config {p}: mode {mode} needs {', '.join(missing)}")
+
+    settings = {"hive.server2.authentication": mode}
+    if mode == "LDAP":
+        need("ldap_url")
+        settings["hive.server2.authentication.ldap.url"] = data["ldap_url"]
+        if "ldap_base_dn" in data:
+            settings["hive.server2.authentication.ldap.baseDN"] = data["ldap_base_dn"]
+        if "ldap_domain" in data:
+            settings["hive.server2.authentication.ldap.Domain"] = data["ldap_domain"]
+    elif mode == "KERBEROS":
+        need("kerberos_principal", "kerberos_keytab")
+        settings["hive.server2.authentication.kerberos.principal"] = data["kerberos_principal"]
+        settings["hive.server2.authentication.kerberos.keytab"] = data["kerberos_keytab"]
+    else:
+        need("custom_class")
+        settings["hive.server2.custom.authentication.class"] = data["custom_class"]
+    if "ssl_keystore" in data:
+        need("ssl_keystore_password")
+        settings.update({"hive.server2.use.SSL": "true", "hive.server2.keystore.path": data["ssl_keystore"],
+                         "hive.server2.keystore.password": data["ssl_keystore_password"]})
+    return settings
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the server reachable from this machine only."""
+    import ipaddress
+    import socket
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)

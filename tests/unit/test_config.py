@@ -1,0 +1,63 @@
+"""pipelines.config: settings that reach SQL (catalog, schema prefix, paths) are validated before any statement is
+built, so an injection attempt is a one-line configuration error (exit 2), never SQL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pipelines.config import Config, ConfigError, build_config
+
+INJECTIONS = [
+    ({"catalog": "x; DROP TABLE y"}, "catalog must be a plain identifier"),
+    ({"catalog": "main`.`bronze"}, "catalog must be a plain identifier"),
+    ({"catalog": "1main"}, "catalog must be a plain identifier"),
+    ({"schema_prefix": "a`b"}, "schema_prefix may only hold letters, digits and _"),
+    ({"schema_prefix": "dev; DROP SCHEMA gold CASCADE; --"}, "schema_prefix may only hold letters, digits and _"),
+    ({"warehouse": "/tmp/it's"}, "warehouse must be a non-empty path without quotes"),
+    ({"warehouse": "/tmp/x' LOCATION '/etc"}, "warehouse must be a non-empty path without quotes"),
+    ({"landing": "/tmp/a\\b"}, "landing must be a non-empty path without quotes"),
+    ({"checkpoint_root": "/tmp/a\nb"}, "checkpoint_root must be a non-empty path without quotes"),
+    ({"window_minutes": "5 MINUTES; DROP"}, "window_minutes must be an integer"),
+]
+
+
+@pytest.mark.parametrize(("settings", "message"), INJECTIONS)
+def test_settings_that_reach_sql_are_validated(settings, message):
+    with pytest.raises(ConfigError, match=message) as raised:
+        Config().with_overrides(**settings)
+    assert "\n" not in str(raised.value)
+
+
+def test_plain_names_and_paths_are_accepted():
+    config = Config().with_overrides(catalog="main", schema_prefix="dev_alice_", warehouse="/Volumes/main/q/wh",
+                                     landing="dbfs:/mnt/landing zone/x", checkpoint_root="s3://bucket/cp")
+    assert (config.catalog, config.schema_prefix) == ("main", "dev_alice_")
+
+
+def test_a_config_file_is_validated_too(tmp_path):
+    path = tmp_path / "q.toml"
+    path.write_text('catalog = "x; DROP TABLE y"\n')
+    with pytest.raises(ConfigError, match="catalog must be a plain identifier"):
+        build_config(str(path))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--catalog", "x; DROP TABLE y"], "catalog must be a plain identifier"),
+        (["--schema-prefix", "a`b"], "schema_prefix may only hold letters, digits and _"),
+        (["--warehouse", "/tmp/wh'; DROP TABLE bronze.quorum_raw; --"], "warehouse must be a non-empty path"),
+    ],
+)
+@pytest.mark.parametrize("command", ["run", "sql", "serve"])
+def test_injection_through_the_cli_is_one_line_and_exit_2(tmp_path, command, args, message):
+    extra = {"run": ["--landing", str(tmp_path)], "sql": ["SELECT 1"], "serve": []}[command]
+    result = subprocess.run([sys.executable, "-m", "pipelines.cli", command, *extra, *args], capture_output=True,
+                            text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("quorumlake: error: ") and message in lines[0], result.stderr
+    assert not (tmp_path / "lakehouse").exists()  # nothing was created: Spark was never started

@@ -1,0 +1,128 @@
+"""pipelines.sql_guard: what `quorumlake serve` lets through (with Spark's real SQL parser), its authentication
+settings, and the CLI's refusal to serve a non-loopback address without authentication."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pipelines.sql_guard import (
+    AuthConfigError,
+    ReadOnlyViolation,
+    check_read_only,
+    is_loopback,
+    thrift_auth_settings,
+)
+
+ALLOWED = [
+    "SELECT * FROM gold.v_fleet_overview",
+    "WITH w AS (SELECT 1 AS x) SELECT x FROM w",
+    "VALUES (1)",
+    "SHOW TABLES IN gold",
+    "SHOW DATABASES",
+    "DESCRIBE TABLE gold.quorum_health",
+    "EXPLAIN SELECT 1",
+    "USE gold",
+    "SET",
+    "SET spark.sql.session.timeZone",
+]
+REJECTED = [
+    ("DROP TABLE gold.quorum_health", "DropTable statements are not allowed"),
+    ("INSERT INTO silver.quarantine SELECT * FROM silver.quarantine", "InsertIntoStatement statements"),
+    ("DELETE FROM bronze.quorum_raw", "DeleteFromTable statements"),
+    ("UPDATE gold.quorum_health SET sli = 1", "UpdateTable statements"),
+    ("MERGE INTO gold.quorum_health t USING gold.quorum_health s ON false WHEN NOT MATCHED THEN INSERT *",
+     "MergeIntoTable statements"),
+    ("CREATE TABLE x USING text LOCATION '/etc'", "CreateTable statements"),
+    ("CREATE TEMPORARY VIEW v USING text OPTIONS (path '/etc/passwd')", "statements are not allowed"),
+    ("ALTER TABLE gold.quorum_health SET TBLPROPERTIES ('a' = 'b')", "statements are not allowed"),
+    ("CACHE TABLE gold.quorum_health", "CacheTable statements"),
+    ("ADD JAR /tmp/evil.jar", "statements are not allowed"),
+    ("SET spark.sql.runSQLOnFiles=true", "changing settings (SET key=value) is not allowed"),
+    ("RESET", "statements are not allowed"),
+    ("SELECT reflect('java.lang.System', 'getProperty', 'user.home')", "calling Java methods"),
+    ("SELECT java_method('java.lang.Runtime', 'getRuntime')", "calling Java methods"),
+]
+
+
+@pytest.fixture(scope="module")
+def parser(spark):
+    return spark._jsparkSession.sessionState().sqlParser()
+
+
+@pytest.mark.parametrize("sql", ALLOWED)
+def test_queries_and_read_only_commands_pass(parser, sql):
+    check_read_only(parser, sql)
+
+
+@pytest.mark.parametrize(("sql", "message"), REJECTED)
+def test_everything_else_is_rejected(parser, sql, message):
+    with pytest.raises(ReadOnlyViolation, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_read_only(parser, sql)
+
+
+def test_auth_config_maps_to_the_thrift_server_settings(tmp_path):
+    ldap = tmp_path / "ldap.toml"
+    ldap.write_text('[auth]\nmode = "ldap"\nldap_url = "ldaps://ldap.example.com:636"\n'
+                    'ldap_base_dn = "ou=people,dc=example,dc=com"\n')
+    assert thrift_auth_settings(ldap) == {
+        "hive.server2.authentication": "LDAP",
+        "hive.server2.authentication.ldap.url": "ldaps://ldap.example.com:636",
+        "hive.server2.authentication.ldap.baseDN": "ou=people,dc=example,dc=com",
+    }
+    kerberos = tmp_path / "krb.toml"
+    kerberos.write_text('mode = "KERBEROS"\nkerberos_principal = "hive/_HOST@EXAMPLE.COM"\n'
+                        'kerberos_keytab = "/etc/hive.keytab"\nssl_keystore = "/etc/ks.jks"\n'
+                        'ssl_keystore_password = "pw"\n')
+    assert thrift_auth_settings(kerberos) == {
+        "hive.server2.authentication": "KERBEROS",
+        "hive.server2.authentication.kerberos.principal": "hive/_HOST@EXAMPLE.COM",
+        "hive.server2.authentication.kerberos.keytab": "/etc/hive.keytab",
+        "hive.server2.use.SSL": "true", "hive.server2.keystore.path": "/etc/ks.jks",
+        "hive.server2.keystore.password": "pw",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('mode = "NONE"\n', "mode must be one of LDAP, KERBEROS, CUSTOM, not 'NONE'"),
+        ('mode = "PAM"\n', "mode must be one of LDAP, KERBEROS, CUSTOM, not 'PAM'"),
+        ("", "mode must be one of LDAP, KERBEROS, CUSTOM, not 'missing'"),
+        ('mode = "LDAP"\n', "mode LDAP needs ldap_url"),
+        ('mode = "KERBEROS"\nkerberos_keytab = "/k"\n', "mode KERBEROS needs kerberos_principal"),
+        ('mode = "LDAP"\nldap_url = "ldap://x"\npassword = "p"\n', "unknown key(s): password"),
+        ('mode = "LDAP"\nldap_url = "ldap://x\\nhive.server2.authentication=NONE"\n', "must be a non-empty one-line"),
+        ("mode = [", "is not valid TOML"),
+    ],
+)
+def test_bad_auth_configs_are_refused(tmp_path, text, message):
+    path = tmp_path / "auth.toml"
+    path.write_text(text)
+    with pytest.raises(AuthConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        thrift_auth_settings(path)
+
+
+def test_loopback_addresses():
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.0.0.2")
+    assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("10.1.2.3")
+    assert not is_loopback("no-such-host.invalid")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--host", "0.0.0.0"], "refusing to serve on 0.0.0.0 without authentication"),
+        (["--host", "::"], "refusing to serve on :: without authentication"),
+        (["--host", "0.0.0.0", "--auth-config", "/nonexistent.toml"], "cannot read auth config /nonexistent.toml"),
+    ],
+)
+def test_serve_refuses_a_non_loopback_address_without_authentication(tmp_path, args, message):
+    result = subprocess.run([sys.executable, "-m", "pipelines.cli", "serve", *args], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert not (tmp_path / "lakehouse").exists()
