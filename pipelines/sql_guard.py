@@ -64,7 +64,7 @@ class _ReadOnlyParser:
     """A Python implementation of Spark's ParserInterface that delegates to Spark's parser after the check."""
 
     class Java:
-        implements = ["org.apache.spark.sql.catalyst.parser.ParserInterface"]
+        implements = ["org.apache.spark.sql.catalyst.parser.ParserInterface"]  # noqa: RUF012 - Py4J reads it
 
     def __init__(self, session: Any, delegate: Any):
         self._session = session
@@ -121,7 +121,7 @@ class _ParserBuilder:
     """scala.Function2[SparkSession, ParserInterface, ParserInterface] for SparkSessionExtensions.injectParser."""
 
     class Java:
-        implements = ["scala.Function2"]
+        implements = ["scala.Function2"]  # noqa: RUF012 - Py4J reads it
 
     def __init__(self) -> None:
         self.parsers: list[_ReadOnlyParser] = []  # keep the Python objects alive while the JVM holds them

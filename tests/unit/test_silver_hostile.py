@@ -118,7 +118,7 @@ def test_offsets_whose_difference_overflows_do_not_fail_the_batch(spark):
 def test_cli_capture_with_values_no_column_can_hold_is_quarantined(spark, old, new, reason):
     text = quorum.REPLICATION_39.replace(old, new)
     assert text != quorum.REPLICATION_39
-    snapshots, replicas, rejected = quorum.run(spark, quorum.capture("rep", "replication", text),
+    snapshots, _replicas, rejected = quorum.run(spark, quorum.capture("rep", "replication", text),
                                                quorum.capture("ok", "replication", quorum.REPLICATION_39,
                                                               cluster="c2"))
     assert [r["cluster_id"] for r in snapshots.collect()] == ["c2"]
