@@ -128,8 +128,8 @@ def read_file(f: LandingFile, max_file_bytes: int, max_decompressed_bytes: int) 
     if f.problem:
         return FileContent(f, None, None, f.problem)
     if f.size > max_file_bytes:
-        return FileContent(f, None, None, f"file too large to ingest ({f.size} bytes; the limit is "
-                                          f"{max_file_bytes}, setting max_file_bytes)")
+        return FileContent(f, None, None, f"file larger than the limit of {max_file_bytes} bytes "
+                                          f"(max_file_bytes): {f.size} bytes; not read")
     try:
         with open(local_path(f.path), "rb") as handle:
             content = handle.read(max_file_bytes + 1)

@@ -6,16 +6,14 @@ scrapes with values no column can hold) sit beside the good test landing zone. T
 record reaches silver; every bad one is in bronze with its parse_error or in silver.quarantine with a reason; the
 second run changes nothing; a later good file is still ingested.
 
-File-system-level cases (dangling symlink, symlink out of the landing root, a file vanishing between listing and
-reading, a file larger than a configured limit) depend on the landing-file listing, which the orchestration work
-replaces: they are marked xfail (not strict) until it lands.
+File-system-level cases: a dangling symlink, a symlink (file or folder) out of the landing root, a file vanishing
+between listing and reading, a file larger than the configured limit: each is a bronze row with a parse_error, and
+the run goes on.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
 import zlib
 from pathlib import Path
 
@@ -252,9 +250,6 @@ def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, ho
 
 # --- file-system-level hostility: owned by the new landing-file listing (orchestration) ---------------------------
 
-NEEDS_LISTING = pytest.mark.xfail(reason="needs the new file listing (orchestration)", strict=False)
-
-
 @pytest.fixture
 def small_zone(tmp_path) -> Path:
     root = tmp_path / "landing"
@@ -273,7 +268,6 @@ def _bronze_rows(spark, lakehouse) -> list:
     return spark.read.format("delta").load(lakehouse.table_path(spec)).collect()
 
 
-@NEEDS_LISTING
 def test_a_dangling_symlink_is_a_parse_error_and_the_run_goes_on(spark, small_zone, make_lakehouse):
     (small_zone / "quorum" / "dangling.jsonl").symlink_to(small_zone / "quorum" / "gone.jsonl")
     lakehouse = make_lakehouse(small_zone)
@@ -283,7 +277,6 @@ def test_a_dangling_symlink_is_a_parse_error_and_the_run_goes_on(spark, small_zo
     assert len(dangling) == 1 and dangling[0]["parse_error"]
 
 
-@NEEDS_LISTING
 def test_a_symlink_out_of_the_landing_root_is_not_followed(spark, small_zone, tmp_path, make_lakehouse):
     secret = tmp_path / "outside" / "secret.jsonl"
     secret.parent.mkdir()
@@ -297,39 +290,32 @@ def test_a_symlink_out_of_the_landing_root_is_not_followed(spark, small_zone, tm
     assert all("fs-secret" not in (r["payload"] or "") for r in _bronze_rows(spark, lakehouse))
 
 
-@pytest.mark.xfail(reason="needs the new file listing (orchestration); timing-dependent: the deletion may come "
-                          "before Spark lists the files, and then the test passes today", strict=False)
-def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(spark, small_zone, make_lakehouse):
+def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(spark, small_zone, make_lakehouse,
+                                                                          monkeypatch):
+    import pipelines.bronze_job as bronze_job
+
     victims = []
     for i in range(10):
         victim = small_zone / "quorum" / f"victim-{i:02d}.jsonl"
         victim.write_text(_line(_quorum(f"fs-victim-{i}")) + "\n")
         victims.append(victim)
-    lakehouse = make_lakehouse(small_zone, max_files_per_trigger=1)
-    stop = threading.Event()
+    listed = bronze_job.list_landing
 
-    def delete_once_bronze_reads():
-        while not stop.is_set():
-            if any((q.name or "").startswith("bronze_") for q in spark.streams.active):
-                for v in victims[5:]:
-                    v.unlink(missing_ok=True)
-                return
-            time.sleep(0.01)
+    def list_then_delete(root, sources):  # the race, made certain: files go away right after they were listed
+        files = listed(root, sources)
+        for v in victims[5:]:
+            v.unlink()
+        return files
 
-    watcher = threading.Thread(target=delete_once_bronze_reads, daemon=True)
-    watcher.start()
-    try:
-        run_pipeline(lakehouse, layers=("bronze", "silver"))
-    finally:
-        stop.set()
-        watcher.join(timeout=10)
-    assert "fs-good" in _silver_clusters(spark, lakehouse)
-    # whatever was read is whole: a vanished file is absent or a row with a parse_error, never half a record
-    for r in _bronze_rows(spark, lakehouse):
-        assert r["parse_error"] is not None or json.loads(r["payload"])["cluster_id"].startswith("fs-")
+    monkeypatch.setattr(bronze_job, "list_landing", list_then_delete)
+    lakehouse = make_lakehouse(small_zone)
+    run_pipeline(lakehouse, layers=("bronze", "silver"))
+    assert {"fs-good", *(f"fs-victim-{i}" for i in range(5))} <= _silver_clusters(spark, lakehouse)
+    vanished = {r["source_file"].rsplit("/", 1)[1]: r["parse_error"] for r in _bronze_rows(spark, lakehouse)
+                if r["source_file"].rsplit("/", 1)[1] in {v.name for v in victims[5:]}}
+    assert vanished == {v.name: "file disappeared between listing and reading" for v in victims[5:]}
 
 
-@NEEDS_LISTING
 def test_a_file_larger_than_the_configured_limit_is_a_parse_error(spark, small_zone, make_lakehouse):
     big = small_zone / "quorum" / "big.jsonl"
     big.write_text((_line(_quorum("fs-big")) + "\n") * 200)
