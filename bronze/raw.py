@@ -227,30 +227,36 @@ def _split_into_records(files: DataFrame) -> DataFrame:
     text = F.regexp_replace(F.col("text"), "^\uFEFF", "")
     lines = F.split(text, "\n", -1)
     lines = F.when(text.endswith("\n"), F.slice(lines, 1, F.size(lines) - 1)).otherwise(lines)
+    no_bytes = F.lit(None).cast("binary")
+    no_text = F.lit(None).cast("string")
     text_lines = F.transform(lines, lambda line, i: F.struct(
-        (i + 1).alias("pos"), F.regexp_replace(line, "\r$", "").alias("line"), F.lit(None).cast("binary").alias("raw")))
-    whole_file = F.array(F.struct(F.lit(None).cast("int").alias("pos"), F.col("text").alias("line"),
-                                  F.lit(None).cast("binary").alias("raw")))
-    exploded = files.withColumn(
-        "_record",
-        F.explode(
-            F.when(as_text, text_lines)
-            .when(as_bytes, F.coalesce(_split_lines_udf(F.col("data")), whole_file))
-            .otherwise(whole_file)
-        ),
-    )
-    split = F.col("_record.pos").isNotNull()
+        (i + 1).alias("pos"), F.regexp_replace(line, "\r$", "").alias("line"), no_bytes.alias("raw"),
+        no_text.alias("b64")))
+    # (only files split as bytes are sent to Python: a UDF's argument is computed for every row)
+    byte_lines = F.transform(_split_lines_udf(F.when(as_bytes, F.col("data"))), lambda r: F.struct(
+        r["pos"].alias("pos"), r["line"].alias("line"), r["raw"].alias("raw"), F.base64(r["raw"]).alias("b64")))
+    # a whole-file record: its text, or for bytes that are not text, their repaired text and base64
     undecodable = F.col("data").isNull() | ~F.coalesce(F.col("is_utf8"), F.lit(False))
-    whole_undecodable = ~split & undecodable
+    whole_file = F.array(F.struct(
+        F.lit(None).cast("int").alias("pos"),
+        F.when(undecodable, F.expr("make_valid_utf8(cast(coalesce(data, content) AS STRING))"))
+        .otherwise(F.col("text")).alias("line"),
+        no_bytes.alias("raw"),
+        F.when(undecodable, F.base64(F.col("content"))).alias("b64"),
+    ))
+    records = F.when(as_text, text_lines).when(as_bytes, F.coalesce(byte_lines, whole_file)).otherwise(whole_file)
+    # Everything that needs the file's bytes is inside the generator, evaluated once per file: the record rows
+    # carry only the small per-file columns (carrying the file along would copy it once per line).
+    small = [c for c in files.columns if c not in ("content", "data", "text")]
+    exploded = files.select(*small, F.explode(records).alias("_record"))
+    split = F.col("_record.pos").isNotNull()
     return exploded.select(
-        "*",
+        *small,
         F.col("_record.pos").alias("line_number"),
-        F.when(whole_undecodable, F.expr("make_valid_utf8(cast(coalesce(data, content) AS STRING))"))
-        .otherwise(F.col("_record.line")).alias("payload"),
-        F.when(whole_undecodable, F.base64(F.col("content")))
-        .when(split, F.base64(F.col("_record.raw"))).alias("payload_base64"),
+        F.col("_record.line").alias("payload"),
+        F.col("_record.b64").alias("payload_base64"),
         F.when(split & F.col("_record.raw").isNotNull(), F.lit(_NOT_UTF8)).alias("line_error"),
-    ).drop("_record", "content", "data", "text")
+    )
 
 
 # --- records -> envelope fields and parse errors --------------------------------------------------------------------
