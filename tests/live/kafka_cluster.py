@@ -225,9 +225,10 @@ rules:
     type: GAUGE
 """
 
+SASL_USER, SASL_PASSWORD = "quorumlake", "quorumlake-secret"
 COMMON = {
     "controller.listener.names": "CONTROLLER",
-    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
     "num.partitions": "3",
     "default.replication.factor": "3",
     "min.insync.replicas": "2",
@@ -257,6 +258,11 @@ BROKER_ONLY = {
     "num.replica.fetchers": "1",
     "background.threads": "2",
     "leader.imbalance.check.interval.seconds": "5",
+    # a second listener with SASL/PLAIN, for the collector's --command-config
+    "sasl.enabled.mechanisms": "PLAIN",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{SASL_USER}" password="{SASL_PASSWORD}" user_{SASL_USER}="{SASL_PASSWORD}";',
 }
 
 
@@ -268,12 +274,17 @@ class Node:
     metrics_port: int
     home: Path
     exporter_style: str  # default | strimzi
+    sasl_port: int = 0  # brokers: a SASL_PLAINTEXT (PLAIN) listener
     process: subprocess.Popen | None = None
     log_offset: int = 0
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_address(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
 
     @property
     def metrics_url(self) -> str:
@@ -301,11 +312,12 @@ class KafkaCluster:
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        ports = free_ports(12)
+        ports = free_ports(15)
         for i, node_id in enumerate(CONTROLLER_IDS + BROKER_IDS):
             role = "controller" if node_id in CONTROLLER_IDS else "broker"
             self.nodes[node_id] = Node(node_id, role, ports[i], ports[6 + i], self.workdir / f"node-{node_id}",
-                                       "strimzi" if node_id % 2 == 0 else "default")
+                                       "strimzi" if node_id % 2 == 0 else "default",
+                                       ports[9 + i] if role == "broker" else 0)
         (self.workdir / "log4j2-server.properties").write_text(LOG4J_SERVER, encoding="utf-8")
         (self.workdir / "log4j2-tools.properties").write_text(LOG4J_TOOLS, encoding="utf-8")
         (self.workdir / "exporter-default.yaml").write_text(EXPORTER_DEFAULT, encoding="utf-8")
@@ -332,6 +344,16 @@ class KafkaCluster:
     def bootstrap_servers(self, running_only: bool = True) -> str:
         return ",".join(n.address for n in self.brokers() if n.running or not running_only)
 
+    def sasl_bootstrap_servers(self, running_only: bool = True) -> str:
+        return ",".join(n.sasl_address for n in self.brokers() if n.running or not running_only)
+
+    def sasl_client_config(self, path: Path, password: str = SASL_PASSWORD) -> Path:
+        """A client properties file for the brokers' SASL_PLAINTEXT listener (as for Kafka's own tools)."""
+        path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+                        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                        f'username="{SASL_USER}" password="{password}";\n', encoding="utf-8")
+        return path
+
     def bootstrap_controllers(self, running_only: bool = True) -> str:
         return ",".join(n.address for n in self.controllers() if n.running or not running_only)
 
@@ -342,8 +364,10 @@ class KafkaCluster:
         props.update(CONTROLLER_ONLY if node.role == "controller" else BROKER_ONLY)
         props["node.id"] = str(node.node_id)
         props["controller.quorum.voters"] = self.voters
-        listener = "CONTROLLER" if node.role == "controller" else "PLAINTEXT"
-        props["listeners"] = f"{listener}://{node.address}"
+        if node.role == "controller":
+            props["listeners"] = f"CONTROLLER://{node.address}"
+        else:
+            props["listeners"] = f"PLAINTEXT://{node.address},SASL_PLAINTEXT://{node.sasl_address}"
         props["log.dirs"] = str(node.home / "data")
         path = node.home / "server.properties"
         node.home.mkdir(parents=True, exist_ok=True)

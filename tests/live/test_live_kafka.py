@@ -38,6 +38,7 @@ TOPIC_SPECS = [  # name, partitions, replication factor, min.insync.replicas ove
 RF3_TOPICS = {"orders", "payments"}
 SLO_MS = 2000
 UNREACHABLE = "unreachable"
+DENIED = "denied"
 
 
 def now_ms() -> int:
@@ -210,6 +211,26 @@ class Scenario:
         if controller_collect:
             self.collect(count=1, controller=True)
 
+    def collect_over_sasl(self, root: Path) -> None:
+        """Through the brokers' SASL_PLAINTEXT listener with a client properties file; with a wrong password,
+        every capture becomes an error record (cluster id `denied`) and the collector keeps going."""
+        good = self.cluster.sasl_client_config(root / "sasl.properties")
+        bad = self.cluster.sasl_client_config(root / "sasl-wrong.properties", password="wrong")
+        for config, extra, polls in [(good, [], 1), (bad, ["--cluster-id", DENIED], 2)]:
+            result = subprocess.run(
+                [str(BIN / "quorumlake"), "collect", "--bootstrap-server", self.cluster.sasl_bootstrap_servers(),
+                 "--command-config", str(config), *extra, "--landing", str(self.landing), "--count", str(polls),
+                 "--interval-s", "0.5", "--timeout-s", "5"],
+                capture_output=True, text=True, timeout=120,
+            )
+            assert result.returncode == 0, result.stderr
+            if config == good:
+                assert f"poll 1 ({self.cid}): quorum v2 leader" in result.stderr, result.stderr
+                assert "partitions 8 written" in result.stderr, result.stderr
+            else:
+                assert result.stderr.count("SASL authentication failed") >= 2, result.stderr
+        log("collect over SASL/PLAIN: ok; with a wrong password: recorded as errors")
+
     def collect_unreachable(self) -> None:
         """A cluster nothing answers for: every capture becomes an error record; the collector keeps going."""
         with socket.socket() as s:
@@ -290,6 +311,7 @@ def test_gold_agrees_with_kafka_tools_through_faults(cluster, tmp_path):
     s.begin("healthy")
     s.wait_isr(set())
     s.moment(controller_collect=True)
+    s.collect_over_sasl(tmp_path)
 
     s.begin("broker-6-stopped")
     cluster.stop_node(6)
@@ -359,14 +381,20 @@ def test_gold_agrees_with_kafka_tools_through_faults(cluster, tmp_path):
 
 def check_nothing_quarantined_but_the_unreachable_cluster(tables, cid):
     quarantine = tables["silver.quarantine"]
-    live = [q for q in quarantine if f"cluster={UNREACHABLE}/" not in (q["source_file"] or "")]
+    def cluster_of(q):
+        return next((c for c in (UNREACHABLE, DENIED) if f"cluster={c}/" in (q["source_file"] or "")), None)
+
+    live = [q for q in quarantine if cluster_of(q) is None]
     assert live == [], f"quarantined from the live cluster: {live[:3]}"
-    reasons = {q["target_table"]: q["reason"] for q in quarantine}
+    unreachable = [q for q in quarantine if cluster_of(q) == UNREACHABLE]
+    reasons = {q["target_table"]: q["reason"] for q in unreachable}
     assert set(reasons) == {"silver.quorum_snapshots", "silver.partition_states", "silver.node_metrics"}, reasons
     assert "missing field 'response'" in reasons["silver.quorum_snapshots"]
     assert "no samples in the scrape" in reasons["silver.node_metrics"]
-    records = " ".join(q["record"] for q in quarantine)
-    assert "refused" in records.lower()  # the collector's own reason travels in the record
+    assert "refused" in " ".join(q["record"] for q in unreachable).lower()  # the collector's reason is kept
+    denied = [q for q in quarantine if cluster_of(q) == DENIED]
+    assert {q["target_table"] for q in denied} == {"silver.quorum_snapshots", "silver.partition_states"}, denied
+    assert all("SASL authentication failed" in q["record"] for q in denied), denied
     snapshots = [r for r in tables["silver.quorum_snapshots"] if r["cluster_id"] == cid]
     assert {r["source"] for r in snapshots} == {"admin", "cli"}
     assert {r["api_version"] for r in snapshots if r["source"] == "admin"} == {2}
