@@ -217,3 +217,10 @@ def test_collect_usage_errors_are_one_line_and_exit_2(args, message, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("quorumlake") and message in lines[0]
+
+
+def test_collect_has_help():
+    result = _collect("--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: quorumlake collect")
+    assert "--bootstrap-controller" in result.stdout and "--command-config" in result.stdout
