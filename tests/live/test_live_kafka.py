@@ -354,8 +354,11 @@ def test_gold_agrees_with_kafka_tools_through_faults(cluster, tmp_path):
 
     s.begin("leader-controller-restarted")
     cluster.start_node(leader)
-    s.wait_for("the old leader to catch up",
-               lambda: s.status().get("MaxFollowerLag") in ("0", "1") and s.status().get("MaxFollowerLagTimeMs") != "-1")
+    def caught_up() -> bool:
+        status = s.status()
+        return status.get("MaxFollowerLag") in ("0", "1") and status.get("MaxFollowerLagTimeMs") != "-1"
+
+    s.wait_for("the old leader to catch up", caught_up)
     s.moment()
     s.phase.ended_ms = now_ms()
     s.collect_unreachable()

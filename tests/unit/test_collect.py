@@ -33,9 +33,12 @@ V0 = ('{"errorCode":0,"topics":[{"topicName":"__cluster_metadata","partitions":[
 # §1.5 v1 and v2, unwrapped
 V1 = ('{"errorCode":0,"topics":[{"topicName":"__cluster_metadata","partitions":[{"partitionIndex":0,"errorCode":0,'
       '"leaderId":3002,"leaderEpoch":7,"highWatermark":18542,"currentVoters":['
-      '{"replicaId":3000,"logEndOffset":18542,"lastFetchTimestamp":1730000000480,"lastCaughtUpTimestamp":1730000000480},'
-      '{"replicaId":3001,"logEndOffset":18530,"lastFetchTimestamp":1730000000200,"lastCaughtUpTimestamp":1729999998100},'
-      '{"replicaId":3002,"logEndOffset":18542,"lastFetchTimestamp":1730000000500,"lastCaughtUpTimestamp":1730000000500}],'
+      '{"replicaId":3000,"logEndOffset":18542,"lastFetchTimestamp":1730000000480,'
+      '"lastCaughtUpTimestamp":1730000000480},'
+      '{"replicaId":3001,"logEndOffset":18530,"lastFetchTimestamp":1730000000200,'
+      '"lastCaughtUpTimestamp":1729999998100},'
+      '{"replicaId":3002,"logEndOffset":18542,"lastFetchTimestamp":1730000000500,'
+      '"lastCaughtUpTimestamp":1730000000500}],'
       '"observers":[{"replicaId":0,"logEndOffset":18542,"lastFetchTimestamp":1730000000450,'
       '"lastCaughtUpTimestamp":1730000000450}]}]}]}')
 V2 = ('{"errorCode":0,"errorMessage":"","topics":[{"topicName":"__cluster_metadata","partitions":[{"partitionIndex":0,'
