@@ -204,10 +204,10 @@ class Scenario:
             assert all(f"scrapes {len(urls) // 2}/{len(urls) // 2}" in line for line in lines), result.stderr
         log(lines[-1].replace("[quorumlake] ", "collect "))
 
-    def moment(self, controller_collect: bool = False) -> None:
+    def moment(self, controller_collect: bool = False, polls: int = 2) -> None:
         self.capture_quorum()
         self.capture_partitions()
-        self.collect()
+        self.collect(count=polls)
         if controller_collect:
             self.collect(count=1, controller=True)
 
@@ -320,7 +320,7 @@ def live(cluster, tmp_path_factory) -> Live:
 
     s.begin("healthy")
     s.wait_isr(set())
-    s.moment(controller_collect=True)
+    s.moment(controller_collect=True, polls=3)
     s.collect_over_sasl(tmp_path)
 
     s.begin("broker-6-stopped")
