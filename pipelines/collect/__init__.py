@@ -8,7 +8,6 @@
 - `runner`: the poll loop.
 """
 
-from pipelines.collect.runner import CollectOptions, Collector
 from pipelines.collect.settings import ClientSettings, SettingsError, load_settings
 
-__all__ = ["ClientSettings", "CollectOptions", "Collector", "SettingsError", "load_settings"]
+__all__ = ["ClientSettings", "SettingsError", "load_settings"]

@@ -6,9 +6,8 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from pipelines.collect.runner import CollectOptions, Collector
-from pipelines.collect.settings import SettingsError, load_settings
-from pipelines.collect.wire import split_address
+# stdlib-only imports here: every `quorumlake` command builds this parser; the Kafka client loads in run_collect
+from pipelines.collect.settings import SettingsError, load_settings, split_address
 
 
 class CollectUsageError(ValueError):
@@ -74,6 +73,8 @@ def add_collect_parser(commands) -> argparse.ArgumentParser:
 
 
 def run_collect(args: argparse.Namespace, progress: Callable[[str], None]) -> int:
+    from pipelines.collect.runner import CollectOptions, Collector
+
     try:
         settings = load_settings(args.command_config)
     except SettingsError as exc:

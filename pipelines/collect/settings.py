@@ -40,6 +40,14 @@ class ClientSettings:
         return self.security_protocol.startswith("SASL_")
 
 
+def split_address(address: str) -> tuple[str, int]:
+    """`host:port` (IPv6 hosts in brackets) -> (host, port); ValueError naming the text otherwise."""
+    host, sep, port = address.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT, got {address!r}")
+    return host.strip("[]"), int(port)
+
+
 def read_properties(text: str) -> dict[str, str]:
     """Java `.properties` text: `key=value` or `key: value`, `#`/`!` comments, `\\` line continuations."""
     props: dict[str, str] = {}

@@ -25,7 +25,7 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from pipelines.collect.settings import ClientSettings
+from pipelines.collect.settings import ClientSettings, split_address
 
 CLIENT_ID = "quorumlake-collect"
 MAX_FRAME = 100 * 1024 * 1024
@@ -34,13 +34,6 @@ T = TypeVar("T")
 
 class CollectError(Exception):
     """A poll could not be completed (timeout, refused connection, protocol or authorization error); one line."""
-
-
-def split_address(address: str) -> tuple[str, int]:
-    host, sep, port = address.strip().rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"expected HOST:PORT, got {address!r}")
-    return host.strip("[]"), int(port)
 
 
 def error_name(code: int) -> str:
