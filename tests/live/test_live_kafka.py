@@ -260,7 +260,9 @@ TABLES = ["gold.quorum_status", "gold.isr_health", "gold.at_min_isr_episodes", "
 
 def read_lakehouse(warehouse: Path) -> dict[str, list[dict]]:
     """Every table the test checks, with one `quorumlake sql` (one Spark start)."""
-    query = " UNION ALL ".join(f"SELECT '{t}' AS t, to_json(struct(*)) AS j FROM {t}" for t in TABLES)
+    # to_json leaves NULL fields out unless told otherwise
+    query = " UNION ALL ".join(
+        f"SELECT '{t}' AS t, to_json(struct(*), map('ignoreNullFields', 'false')) AS j FROM {t}" for t in TABLES)
     out = quorumlake("sql", query, "--warehouse", str(warehouse), "--format", "json", "--limit", "1000000",
                      timeout_s=900)
     tables: dict[str, list[dict]] = {t: [] for t in TABLES}
