@@ -141,14 +141,33 @@ class Collector:
         self.landing.scrape(cluster_id, node_id, at, body)
         return True
 
+    def _guarded(self, capture: Callable[[], str], record: Callable[[str], object]) -> str:
+        """Run one capture; anything unexpected is recorded like a failed capture instead of ending the loop."""
+        try:
+            return capture()
+        except Exception as exc:  # noqa: BLE001 - the collector must outlive whatever the cluster does
+            reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            record(reason)
+            return f"failed ({reason})"
+
     def poll(self, number: int) -> RoundSummary:
-        quorum = self._quorum()
-        partitions = self._partitions()
+        cluster_id = self.cluster_id or self._fallback_cluster_id()
+        quorum = self._guarded(self._quorum, lambda r: self.landing.quorum_error(cluster_id, now_ms(), r))
+        partitions = self._guarded(self._partitions,
+                                   lambda r: self.landing.partitions_error(cluster_id, now_ms(), r))
         urls = self.options.metrics_urls
         ok = 0
         if urls:
+            def one(item: tuple[int, str]) -> bool:
+                node_id, url = item
+                failed = self._guarded(
+                    lambda: "ok" if self._scrape_one(node_id, url) else "failed",
+                    lambda r: self.landing.scrape_error(self.cluster_id or self._fallback_cluster_id(), node_id,
+                                                        now_ms(), url, r))
+                return failed == "ok"
+
             with ThreadPoolExecutor(max_workers=min(8, len(urls))) as pool:
-                ok = sum(pool.map(lambda item: self._scrape_one(*item), urls))
+                ok = sum(pool.map(one, urls))
         return RoundSummary(number, self.cluster_id or self._fallback_cluster_id(), quorum, partitions, ok, len(urls))
 
     def run(self, sleep: Callable[[float], None] = time.sleep) -> list[RoundSummary]:

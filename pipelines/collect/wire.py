@@ -10,6 +10,7 @@ background, where the collector needs one bounded attempt per poll.
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Callable, Iterable
@@ -57,7 +58,11 @@ class KafkaConnection:
             raise CollectError(f"{address}: {exc.strerror or exc}") from None
         try:
             if settings.ssl_context is not None:
-                sock = settings.ssl_context.wrap_socket(sock, server_hostname=host)
+                try:
+                    sock = settings.ssl_context.wrap_socket(sock, server_hostname=host)
+                except (ssl.SSLError, ssl.CertificateError, OSError) as exc:
+                    raise CollectError(f"{address}: TLS handshake failed: "
+                                       f"{getattr(exc, 'verify_message', None) or exc}") from None
             sock.settimeout(timeout_s)
             self._sock = sock
             self.api_versions = self._negotiate()

@@ -230,9 +230,11 @@ rules:
 """
 
 SASL_USER, SASL_PASSWORD = "quorumlake", "quorumlake-secret"
+TLS_PASSWORD = "quorumlake-keystore"
 COMMON = {
     "controller.listener.names": "CONTROLLER",
-    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+    "listener.security.protocol.map":
+        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
     "num.partitions": "3",
     "default.replication.factor": "3",
     "min.insync.replicas": "2",
@@ -279,6 +281,7 @@ class Node:
     home: Path
     exporter_style: str  # default | strimzi
     sasl_port: int = 0  # brokers: a SASL_PLAINTEXT (PLAIN) listener
+    tls_port: int = 0  # brokers: an SSL listener (self-signed certificate for 127.0.0.1)
     process: subprocess.Popen | None = None
     log_offset: int = 0
 
@@ -289,6 +292,10 @@ class Node:
     @property
     def sasl_address(self) -> str:
         return f"127.0.0.1:{self.sasl_port}"
+
+    @property
+    def tls_address(self) -> str:
+        return f"127.0.0.1:{self.tls_port}"
 
     @property
     def metrics_url(self) -> str:
@@ -316,12 +323,13 @@ class KafkaCluster:
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        ports = free_ports(15)
+        ports = free_ports(18)
         for i, node_id in enumerate(CONTROLLER_IDS + BROKER_IDS):
             role = "controller" if node_id in CONTROLLER_IDS else "broker"
             self.nodes[node_id] = Node(node_id, role, ports[i], ports[6 + i], self.workdir / f"node-{node_id}",
                                        "strimzi" if node_id % 2 == 0 else "default",
-                                       ports[9 + i] if role == "broker" else 0)
+                                       ports[9 + i] if role == "broker" else 0,
+                                       ports[12 + i] if role == "broker" else 0)
         (self.workdir / "log4j2-server.properties").write_text(LOG4J_SERVER, encoding="utf-8")
         (self.workdir / "log4j2-tools.properties").write_text(LOG4J_TOOLS, encoding="utf-8")
         (self.workdir / "exporter-default.yaml").write_text(EXPORTER_DEFAULT, encoding="utf-8")
@@ -358,6 +366,31 @@ class KafkaCluster:
                         f'username="{SASL_USER}" password="{password}";\n', encoding="utf-8")
         return path
 
+    def tls_bootstrap_servers(self, running_only: bool = True) -> str:
+        return ",".join(n.tls_address for n in self.brokers() if n.running or not running_only)
+
+    @property
+    def keystore(self) -> Path:
+        return self.workdir / "broker-keystore.p12"
+
+    def _make_keystore(self) -> None:
+        """A self-signed certificate for 127.0.0.1 (keytool, from the JDK) and its PEM for clients."""
+        if self.keystore.exists():
+            return
+        _run(["keytool", "-genkeypair", "-keystore", str(self.keystore), "-storetype", "PKCS12", "-alias", "kafka",
+              "-keyalg", "RSA", "-keysize", "2048", "-dname", "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1",
+              "-storepass", TLS_PASSWORD, "-keypass", TLS_PASSWORD, "-validity", "2"], self.workdir, 60,
+             "keytool -genkeypair")
+        _run(["keytool", "-exportcert", "-rfc", "-alias", "kafka", "-keystore", str(self.keystore), "-storepass",
+              TLS_PASSWORD, "-file", str(self.workdir / "broker-certificate.pem")], self.workdir, 60,
+             "keytool -exportcert")
+
+    def tls_client_config(self, path: Path) -> Path:
+        """A client properties file for the brokers' SSL listener: trust the brokers' certificate (PEM)."""
+        path.write_text("security.protocol=SSL\nssl.truststore.type=PEM\n"
+                        f"ssl.truststore.location={self.workdir / 'broker-certificate.pem'}\n", encoding="utf-8")
+        return path
+
     def bootstrap_controllers(self, running_only: bool = True) -> str:
         return ",".join(n.address for n in self.controllers() if n.running or not running_only)
 
@@ -371,7 +404,14 @@ class KafkaCluster:
         if node.role == "controller":
             props["listeners"] = f"CONTROLLER://{node.address}"
         else:
-            props["listeners"] = f"PLAINTEXT://{node.address},SASL_PLAINTEXT://{node.sasl_address}"
+            props["listeners"] = (f"PLAINTEXT://{node.address},SASL_PLAINTEXT://{node.sasl_address},"
+                                  f"SSL://{node.tls_address}")
+            props.update({
+                "listener.name.ssl.ssl.keystore.type": "PKCS12",
+                "listener.name.ssl.ssl.keystore.location": str(self.keystore),
+                "listener.name.ssl.ssl.keystore.password": TLS_PASSWORD,
+                "listener.name.ssl.ssl.key.password": TLS_PASSWORD,
+            })
         props["log.dirs"] = str(node.home / "data")
         path = node.home / "server.properties"
         node.home.mkdir(parents=True, exist_ok=True)
@@ -381,6 +421,7 @@ class KafkaCluster:
     def start(self, timeout_s: float = 150) -> None:
         """Format every node, start the controllers, then the brokers; wait until all six are started."""
         started = time.monotonic()
+        self._make_keystore()
         for node in self.nodes.values():
             config = self._write_config(node)
             code = self.tool(node.home / "format.out", STORAGE, "format", "-t", self.cluster_id, "-c", str(config),

@@ -39,6 +39,7 @@ RF3_TOPICS = {"orders", "payments"}
 SLO_MS = 2000
 UNREACHABLE = "unreachable"
 DENIED = "denied"
+UNTRUSTED = "untrusted"
 
 
 def now_ms() -> int:
@@ -231,6 +232,27 @@ class Scenario:
                 assert result.stderr.count("SASL authentication failed") >= 2, result.stderr
         log("collect over SASL/PLAIN: ok; with a wrong password: recorded as errors")
 
+    def collect_over_tls(self, root: Path) -> None:
+        """Through the brokers' SSL listener trusting their certificate (PEM); without trusting it, every capture
+        becomes an error record (cluster id `untrusted`)."""
+        good = self.cluster.tls_client_config(root / "tls.properties")
+        untrusted = root / "tls-untrusted.properties"
+        untrusted.write_text("security.protocol=SSL\n", encoding="utf-8")
+        for config, extra in [(good, []), (untrusted, ["--cluster-id", UNTRUSTED])]:
+            result = subprocess.run(
+                [str(BIN / "quorumlake"), "collect", "--bootstrap-server", self.cluster.tls_bootstrap_servers(),
+                 "--command-config", str(config), *extra, "--landing", str(self.landing), "--count", "1",
+                 "--timeout-s", "5"],
+                capture_output=True, text=True, timeout=120,
+            )
+            assert result.returncode == 0, result.stderr
+            if config == good:
+                assert f"poll 1 ({self.cid}): quorum v2 leader" in result.stderr, result.stderr
+                assert "partitions 8 written" in result.stderr, result.stderr
+            else:
+                assert "TLS handshake failed" in result.stderr, result.stderr
+        log("collect over TLS: ok; with an untrusted certificate: recorded as errors")
+
     def collect_unreachable(self) -> None:
         """A cluster nothing answers for: every capture becomes an error record; the collector keeps going."""
         with socket.socket() as s:
@@ -324,6 +346,7 @@ def live(cluster, tmp_path_factory) -> Live:
     s.wait_isr(set())
     s.moment(controller_collect=True, polls=3)
     s.collect_over_sasl(tmp_path)
+    s.collect_over_tls(tmp_path)
 
     s.begin("broker-6-stopped")
     cluster.stop_node(6)
@@ -417,7 +440,8 @@ def test_every_node_has_small_divergence_while_healthy(live):
 def check_nothing_quarantined_but_the_unreachable_cluster(tables, cid):
     quarantine = tables["silver.quarantine"]
     def cluster_of(q):
-        return next((c for c in (UNREACHABLE, DENIED) if f"cluster={c}/" in (q["source_file"] or "")), None)
+        return next((c for c in (UNREACHABLE, DENIED, UNTRUSTED) if f"cluster={c}/" in (q["source_file"] or "")),
+                    None)
 
     live = [q for q in quarantine if cluster_of(q) is None]
     assert live == [], f"quarantined from the live cluster: {live[:3]}"
@@ -430,6 +454,9 @@ def check_nothing_quarantined_but_the_unreachable_cluster(tables, cid):
     denied = [q for q in quarantine if cluster_of(q) == DENIED]
     assert {q["target_table"] for q in denied} == {"silver.quorum_snapshots", "silver.partition_states"}, denied
     assert all("SASL authentication failed" in q["record"] for q in denied), denied
+    untrusted = [q for q in quarantine if cluster_of(q) == UNTRUSTED]
+    assert {q["target_table"] for q in untrusted} == {"silver.quorum_snapshots", "silver.partition_states"}
+    assert all("TLS handshake failed" in q["record"] for q in untrusted), untrusted
     snapshots = [r for r in tables["silver.quorum_snapshots"] if r["cluster_id"] == cid]
     assert {r["source"] for r in snapshots} == {"admin", "cli"}
     assert {r["api_version"] for r in snapshots if r["source"] == "admin"} == {2}
