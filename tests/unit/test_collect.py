@@ -227,3 +227,13 @@ def test_collect_has_help():
     assert result.returncode == 0
     assert result.stdout.startswith("usage: quorumlake collect")
     assert "--bootstrap-controller" in result.stdout and "--command-config" in result.stdout
+
+
+def test_an_unexpected_failure_is_recorded_too(tmp_path):
+    port = _closed_port()
+    options = CollectOptions(landing=str(tmp_path), bootstrap_servers=(f"127.0.0.1:{port}",), cluster_id="odd",
+                             metrics_urls=((1, "http://[::1/metrics"),), count=1, timeout_s=2)
+    summary = Collector(options).run()[0]
+    assert summary.scrapes_ok == 0
+    (scrape,) = (tmp_path / "metrics" / "cluster=odd" / "node=1").iterdir()
+    assert "ValueError" in scrape.read_text()
