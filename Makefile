@@ -1,5 +1,5 @@
 # The README's two commands are `make demo` and `make test`; each installs everything it needs first.
-.PHONY: install demo test unit lint constraints clean
+.PHONY: install demo test unit live lint constraints clean
 
 install:
 	bash scripts/bootstrap.sh
@@ -7,9 +7,15 @@ install:
 demo: install
 	.venv/bin/quorumlake demo
 
+# Lint, then every test; the live Kafka test runs after the rest (-s: its log names the Kafka version). pytest's
+# exit code 5 (no test collected) fails the target like any other non-zero code.
 test: install lint
 	bash scripts/install-browser.sh
-	.venv/bin/python -m pytest
+	.venv/bin/python -m pytest -m "not live_kafka"
+	.venv/bin/python -m pytest -m live_kafka -s tests/live
+
+live: install
+	.venv/bin/python -m pytest -m live_kafka -s tests/live
 
 unit: install
 	.venv/bin/python -m pytest tests/unit

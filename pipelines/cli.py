@@ -114,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "./lakehouse-bench); a folder the bench did not create is refused")
     bench.add_argument("--json", metavar="FILE", help="also write the results to this file")
 
+    from pipelines.collect.command import add_collect_parser
+
+    add_collect_parser(commands)
+
     maint = commands.add_parser("maintenance", help="OPTIMIZE and VACUUM every table",
                                 description="Compact (OPTIMIZE) and clean up (VACUUM) every table of the lakehouse.")
     maint.add_argument("--vacuum-hours", type=_positive_int, default=168, help="VACUUM retention in hours (default: 168)")
@@ -223,6 +227,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_generate(args)
     if args.command == "bench":
         return _cmd_bench(args)
+    if args.command == "collect":
+        return _cmd_collect(args)
     config = build_config(
         args.config,
         landing=getattr(args, "landing", None),
@@ -322,6 +328,15 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         print(f"  {c.cluster_id}: scenario {c.scenario}, DescribeQuorum v{c.api_version}, metrics {c.metrics_format}"
               f"{', gzip' if c.gzip else ''}")
     return 0
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from pipelines.collect.command import CollectUsageError, run_collect
+
+    try:
+        return run_collect(args, _progress)
+    except CollectUsageError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _cmd_demo(root: Path) -> int:

@@ -1,0 +1,562 @@
+"""End to end on a real Apache Kafka KRaft cluster (3 controllers, 3 brokers on 127.0.0.1) with injected faults.
+
+Phases: healthy; broker 6 stopped; broker 5 stopped too; both restarted; a follower controller stopped and
+restarted; the leader controller stopped (election) and restarted. In each phase, once the cluster has reached the
+phase's state, `quorumlake collect` polls it and the real `kafka-metadata-quorum describe --status` /
+`--replication` and `kafka-topics --describe` outputs are captured into the landing zone (contract layout); the
+`kafka-topics` report listings (`--at-min-isr-partitions`, ...) are kept beside it as the expected counts. A second
+"cluster" that nothing answers for is collected too: its error records must end in quarantine with their reasons.
+
+The pipeline runs once through the CLI (`quorumlake run`, a subprocess) and gold is read with `quorumlake sql
+--format json`: only the command line, no internal Python API. Gold must agree with what Kafka's tools printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.live.kafka_cluster import METADATA_QUORUM, TOPICS, KafkaCluster, fetch
+
+pytestmark = pytest.mark.live_kafka
+
+BIN = Path(sys.executable).parent
+TOPIC_SPECS = [  # name, partitions, replication factor, min.insync.replicas override (None: the cluster's 2)
+    ("orders", 3, 3, "2"),
+    ("payments", 3, 3, None),
+    ("audit", 2, 2, "1"),
+]
+RF3_TOPICS = {"orders", "payments"}
+SLO_MS = 2000
+UNREACHABLE = "unreachable"
+DENIED = "denied"
+UNTRUSTED = "untrusted"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def log(message: str) -> None:
+    print(f"[live-kafka {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# --- reading the tools' output (only to wait for states; the assertions compare with the pipeline) -------------
+
+def partition_lines(text: str) -> dict[tuple[str, int], dict]:
+    out = {}
+    for line in text.splitlines():
+        fields = dict(part.split(":", 1) for part in line.strip().split("\t") if ":" in part)
+        if "Partition" in fields:
+            isr = fields["Isr"].strip()
+            out[(fields["Topic"].strip(), int(fields["Partition"]))] = {
+                "leader": fields["Leader"].strip(),
+                "replicas": [int(x) for x in fields["Replicas"].strip().split(",")],
+                "isr": [int(x) for x in isr.split(",")] if isr else [],
+            }
+    return out
+
+
+def status_values(text: str) -> dict[str, str]:
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in text.splitlines()) if v}
+
+
+@dataclass
+class Phase:
+    name: str
+    started_ms: int
+    ended_ms: int | None = None
+    pairs: list[dict] = field(default_factory=list)  # status+replication captures at one time
+    status_only: list[dict] = field(default_factory=list)
+    topics: list[dict] = field(default_factory=list)
+
+
+class Scenario:
+    def __init__(self, cluster: KafkaCluster, root: Path):
+        self.cluster = cluster
+        self.landing = root / "landing"
+        self.listings = root / "listings"
+        self.listings.mkdir(parents=True)
+        self.phases: list[Phase] = []
+        self.cid = cluster.cluster_id
+
+    # --- tools ---------------------------------------------------------------------------------------------
+
+    def run_tool(self, target: Path, main: str, *args: str) -> str:
+        """Run a tool into `target` atomically (temporary name starting with '.', then rename)."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.tmp")
+        code = self.cluster.tool(temporary, main, *args, timeout_s=60)
+        text = temporary.read_text(encoding="utf-8")
+        assert code == 0, f"{main} {' '.join(args)} exited {code}: {text[-300:]}"
+        os.replace(temporary, target)
+        return text
+
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap_servers()
+
+    def describe_topics(self) -> str:
+        return self.cluster.tool_text(TOPICS, "--bootstrap-server", self.bootstrap(), "--describe")[1]
+
+    def status(self) -> dict[str, str]:
+        code, text = self.cluster.tool_text(METADATA_QUORUM, "--bootstrap-server", self.bootstrap(), "describe",
+                                            "--status")
+        return status_values(text) if code == 0 else {}
+
+    def wait_for(self, what: str, predicate, timeout_s: float = 90) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+    def wait_isr(self, down: set[int]) -> None:
+        """Until every partition's ISR is exactly its replicas on running brokers (as far as any can be)."""
+        def settled() -> bool:
+            parts = partition_lines(self.describe_topics())
+            if len(parts) != sum(n for _, n, _, _ in TOPIC_SPECS):
+                return False
+            for p in parts.values():
+                alive = sorted(r for r in p["replicas"] if r not in down)
+                # with Eligible Leader Replicas the ISR shrinks to the live replicas, even below min ISR, and a
+                # partition without a live replica has an empty ISR and no leader
+                if sorted(p["isr"]) != alive or (p["leader"] == "none") != (not alive):
+                    return False
+            return True
+
+        self.wait_for(f"ISRs without brokers {sorted(down)}", settled)
+
+    # --- captures ------------------------------------------------------------------------------------------
+
+    @property
+    def phase(self) -> Phase:
+        return self.phases[-1]
+
+    def begin(self, name: str) -> None:
+        if self.phases:
+            self.phases[-1].ended_ms = now_ms()
+        self.phases.append(Phase(name, now_ms()))
+        log(f"phase {name}")
+
+    def capture_quorum(self) -> None:
+        folder = self.landing / "quorum" / f"cluster={self.cid}"
+        bootstrap = self.bootstrap()
+        at = now_ms()
+        status = self.run_tool(folder / f"{at}.status.txt", METADATA_QUORUM, "--bootstrap-server", bootstrap,
+                               "describe", "--status")
+        started = now_ms()
+        human = len(self.phases) % 2 == 0  # every other phase with --human-readable
+        self.run_tool(folder / f"{at}.replication.txt", METADATA_QUORUM, "--bootstrap-server", bootstrap,
+                      "describe", "--replication", *(["--human-readable"] if human else []))
+        self.phase.pairs.append({"at": at, "gap_ms": now_ms() - at, "status": status_values(status),
+                                 "replication_started_ms": started})
+        alone = max(now_ms(), at + 1)
+        status = self.run_tool(folder / f"{alone}.status.txt", METADATA_QUORUM, "--bootstrap-controller",
+                               self.cluster.bootstrap_controllers(), "describe", "--status")
+        self.phase.status_only.append({"at": alone, "status": status_values(status)})
+
+    def capture_partitions(self) -> None:
+        bootstrap = self.bootstrap()
+        for _ in range(5):
+            at = now_ms()
+            folder = self.listings / str(at)
+            before = self.run_tool(folder / "describe.txt", TOPICS, "--bootstrap-server", bootstrap, "--describe")
+            listings = {}
+            for flag in ("at-min-isr", "under-min-isr", "unavailable", "under-replicated"):
+                text = self.run_tool(folder / f"{flag}.txt", TOPICS, "--bootstrap-server", bootstrap, "--describe",
+                                     f"--{flag}-partitions")
+                listings[flag] = len(partition_lines(text))
+            after = self.describe_topics()
+            if partition_lines(before) == partition_lines(after):  # nothing moved while the listings were taken
+                target = self.landing / "partitions" / f"cluster={self.cid}" / f"{at}.topics.txt"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(folder / "describe.txt", target)
+                self.phase.topics.append({"at": at, "partitions": len(partition_lines(before)), **listings,
+                                          "lines": partition_lines(before)})
+                return
+            time.sleep(0.5)
+        raise AssertionError("the partition states kept changing while the listings were captured")
+
+    def collect(self, count: int = 2, controller: bool = False) -> None:
+        urls = [arg for n in self.cluster.nodes.values() if n.running
+                for arg in ("--metrics-url", f"{n.node_id}={n.metrics_url}")]
+        target = (["--bootstrap-controller", self.cluster.bootstrap_controllers(running_only=False)] if controller
+                  else ["--bootstrap-server", self.cluster.bootstrap_servers(running_only=False)])
+        result = subprocess.run(
+            [str(BIN / "quorumlake"), "collect", *target, *urls, "--landing", str(self.landing), "--count",
+             str(count), "--interval-s", "1", "--timeout-s", "5"],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        lines = [line for line in result.stderr.splitlines() if "poll " in line]
+        assert len(lines) == count, result.stderr
+        assert all("failed" not in line for line in lines), result.stderr
+        if not controller:
+            assert all(f"scrapes {len(urls) // 2}/{len(urls) // 2}" in line for line in lines), result.stderr
+        log(lines[-1].replace("[quorumlake] ", "collect "))
+
+    def moment(self, controller_collect: bool = False, polls: int = 2) -> None:
+        self.capture_quorum()
+        self.capture_partitions()
+        self.collect(count=polls)
+        if controller_collect:
+            self.collect(count=1, controller=True)
+
+    def collect_over_sasl(self, root: Path) -> None:
+        """Through the brokers' SASL_PLAINTEXT listener with a client properties file; with a wrong password,
+        every capture becomes an error record (cluster id `denied`) and the collector keeps going."""
+        good = self.cluster.sasl_client_config(root / "sasl.properties")
+        bad = self.cluster.sasl_client_config(root / "sasl-wrong.properties", password="wrong")
+        for config, extra, polls in [(good, [], 1), (bad, ["--cluster-id", DENIED], 2)]:
+            result = subprocess.run(
+                [str(BIN / "quorumlake"), "collect", "--bootstrap-server", self.cluster.sasl_bootstrap_servers(),
+                 "--command-config", str(config), *extra, "--landing", str(self.landing), "--count", str(polls),
+                 "--interval-s", "0.5", "--timeout-s", "5"],
+                capture_output=True, text=True, timeout=120,
+            )
+            assert result.returncode == 0, result.stderr
+            if config == good:
+                assert f"poll 1 ({self.cid}): quorum v2 leader" in result.stderr, result.stderr
+                assert "partitions 8 written" in result.stderr, result.stderr
+            else:
+                assert result.stderr.count("SASL authentication failed") >= 2, result.stderr
+        log("collect over SASL/PLAIN: ok; with a wrong password: recorded as errors")
+
+    def collect_over_tls(self, root: Path) -> None:
+        """Through the brokers' SSL listener trusting their certificate (PEM); without trusting it, every capture
+        becomes an error record (cluster id `untrusted`)."""
+        good = self.cluster.tls_client_config(root / "tls.properties")
+        untrusted = root / "tls-untrusted.properties"
+        untrusted.write_text("security.protocol=SSL\n", encoding="utf-8")
+        for config, extra in [(good, []), (untrusted, ["--cluster-id", UNTRUSTED])]:
+            result = subprocess.run(
+                [str(BIN / "quorumlake"), "collect", "--bootstrap-server", self.cluster.tls_bootstrap_servers(),
+                 "--command-config", str(config), *extra, "--landing", str(self.landing), "--count", "1",
+                 "--timeout-s", "5"],
+                capture_output=True, text=True, timeout=120,
+            )
+            assert result.returncode == 0, result.stderr
+            if config == good:
+                assert f"poll 1 ({self.cid}): quorum v2 leader" in result.stderr, result.stderr
+                assert "partitions 8 written" in result.stderr, result.stderr
+            else:
+                assert "TLS handshake failed" in result.stderr, result.stderr
+        log("collect over TLS: ok; with an untrusted certificate: recorded as errors")
+
+    def collect_unreachable(self) -> None:
+        """A cluster nothing answers for: every capture becomes an error record; the collector keeps going."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        result = subprocess.run(
+            [str(BIN / "quorumlake"), "collect", "--bootstrap-server", f"127.0.0.1:{port}", "--metrics-url",
+             f"9=http://127.0.0.1:{port}/metrics", "--cluster-id", UNREACHABLE, "--landing", str(self.landing),
+             "--count", "2", "--interval-s", "0.2", "--timeout-s", "2"],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.count("quorum failed") == 2, result.stderr
+
+
+# --- the pipeline, through its command line only --------------------------------------------------------------
+
+def quorumlake(*args: str, timeout_s: float = 1800) -> str:
+    result = subprocess.run([str(BIN / "quorumlake"), *args], capture_output=True, text=True, timeout=timeout_s)
+    assert result.returncode == 0, f"quorumlake {args[0]} failed:\n{result.stderr[-3000:]}"
+    return result.stdout
+
+
+TABLES = ["gold.quorum_status", "gold.isr_health", "gold.at_min_isr_episodes", "gold.metadata_offset_divergence",
+          "gold.replica_lag_sli", "silver.quarantine", "silver.quorum_snapshots"]
+
+
+def read_lakehouse(warehouse: Path) -> dict[str, list[dict]]:
+    """Every table the test checks, with one `quorumlake sql` (one Spark start)."""
+    # to_json leaves NULL fields out unless told otherwise
+    query = " UNION ALL ".join(
+        f"SELECT '{t}' AS t, to_json(struct(*), map('ignoreNullFields', 'false')) AS j FROM {t}" for t in TABLES)
+    out = quorumlake("sql", query, "--warehouse", str(warehouse), "--format", "json", "--limit", "1000000",
+                     timeout_s=900)
+    tables: dict[str, list[dict]] = {t: [] for t in TABLES}
+    for line in out.splitlines():
+        row = json.loads(line)
+        tables[row["t"]].append(json.loads(row["j"]))
+    return tables
+
+
+def ms(timestamp: str | None) -> int | None:
+    if timestamp is None:
+        return None
+    from datetime import datetime
+
+    return round(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+# --- the test --------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    artifacts = fetch(log=log)
+    kafka = KafkaCluster(tmp_path_factory.mktemp("kafka"), artifacts, log=log)
+    try:
+        kafka.start()
+        yield kafka
+    finally:
+        kafka.close()
+
+
+def kafka_version(cluster: KafkaCluster) -> str:
+    text = cluster.nodes[4].server_log.read_text(errors="replace")
+    found = re.search(r"Kafka version: (\S+)", text)
+    return found.group(1) if found else "unknown"
+
+
+@dataclass
+class Live:
+    scenario: Scenario
+    tables: dict[str, list[dict]]
+    follower_down: tuple[int, int]
+
+
+@pytest.fixture(scope="module")
+def live(cluster, tmp_path_factory) -> Live:
+    """Drive the cluster through the phases, run the pipeline once, read gold once; the tests below check it."""
+    tmp_path = tmp_path_factory.mktemp("live")
+    started = time.monotonic()
+    version = kafka_version(cluster)
+    log(f"Apache Kafka {version} (Maven Central artifacts {cluster.artifacts.version}), cluster {cluster.cluster_id}")
+    s = Scenario(cluster, tmp_path)
+    b = s.bootstrap()
+    for name, partitions, rf, min_isr in TOPIC_SPECS:
+        s.run_tool(tmp_path / f"create-{name}.txt", TOPICS, "--bootstrap-server", b, "--create", "--topic", name,
+                   "--partitions", str(partitions), "--replication-factor", str(rf),
+                   *(["--config", f"min.insync.replicas={min_isr}"] if min_isr else []))
+
+    s.begin("healthy")
+    s.wait_isr(set())
+    s.moment(controller_collect=True, polls=3)
+    s.collect_over_sasl(tmp_path)
+    s.collect_over_tls(tmp_path)
+
+    s.begin("broker-6-stopped")
+    cluster.stop_node(6)
+    s.wait_isr({6})
+    s.moment()
+
+    s.begin("brokers-5-6-stopped")
+    cluster.stop_node(5)
+    s.wait_isr({5, 6})
+    s.moment()
+
+    s.begin("brokers-restarted")
+    cluster.start_node(5, wait=False)
+    cluster.start_node(6, wait=False)
+    cluster.wait_started(5, time.monotonic() + 120)
+    cluster.wait_started(6, time.monotonic() + 120)
+    s.wait_isr(set())
+    s.moment()
+
+    leader = int(s.status()["LeaderId"])
+    follower = next(i for i in (1, 2, 3) if i != leader)
+    s.begin("follower-controller-stopped")
+    stopped_at = now_ms()
+    cluster.stop_node(follower)
+    # past the SLO (2000 ms) by a margin: the stopped voter's lastCaughtUp freezes
+    s.wait_for("the stopped follower to lag", lambda: int(s.status().get("MaxFollowerLagTimeMs", "0")) > SLO_MS + 1500)
+    s.moment()
+    follower_down = (stopped_at + SLO_MS + 1000, None)
+
+    s.begin("follower-controller-restarted")
+    cluster.start_node(follower)
+    s.wait_for("the follower to catch up", lambda: s.status().get("MaxFollowerLag") in ("0", "1"))
+    follower_down = (follower_down[0], s.phase.started_ms)
+    s.moment()
+
+    s.begin("leader-controller-stopped")
+    cluster.stop_node(leader)
+    s.wait_for("a new leader", lambda: s.status().get("LeaderId") not in (None, str(leader), "-1"))
+    s.moment(controller_collect=True)
+
+    s.begin("leader-controller-restarted")
+    cluster.start_node(leader)
+    def caught_up() -> bool:
+        status = s.status()
+        return status.get("MaxFollowerLag") in ("0", "1") and status.get("MaxFollowerLagTimeMs") != "-1"
+
+    s.wait_for("the old leader to catch up", caught_up)
+    s.moment()
+    s.phase.ended_ms = now_ms()
+    s.collect_unreachable()
+    kafka_s = time.monotonic() - started
+    cluster.close()  # the pipeline needs the CPU; the fixture's close() afterwards does nothing more
+    log(f"captures done in {kafka_s:.0f}s; cluster stopped; running the pipeline")
+
+    warehouse = tmp_path / "warehouse"
+    run_started = time.monotonic()
+    summary = quorumlake("run", "--landing", str(s.landing), "--warehouse", str(warehouse))
+    log(f"quorumlake run took {time.monotonic() - run_started:.0f}s:\n{summary}")
+    tables = read_lakehouse(warehouse)
+    log(f"Apache Kafka {version}: phases, pipeline and queries took {time.monotonic() - started:.0f}s "
+        f"(Kafka phases {kafka_s:.0f}s)")
+    return Live(s, tables, follower_down)
+
+
+# --- checks ----------------------------------------------------------------------------------------------------
+
+def test_nothing_quarantined_but_the_collectors_error_records(live):
+    check_nothing_quarantined_but_the_unreachable_cluster(live.tables, live.scenario.cid)
+
+
+def test_quorum_status_equals_what_kafka_metadata_quorum_printed(live):
+    check_quorum_status(live.tables, live.scenario)
+
+
+def test_isr_health_equals_the_kafka_topics_listings(live):
+    check_isr_health(live.tables, live.scenario)
+
+
+def test_at_min_isr_episodes_open_escalate_and_close(live):
+    check_at_min_isr_episodes(live.tables, live.scenario)
+
+
+def test_stopped_follower_controller_leaves_the_slo(live):
+    check_follower_leaves_the_slo(live.tables, live.scenario, live.follower_down)
+
+
+def test_every_node_has_small_divergence_while_healthy(live):
+    check_divergence(live.tables, live.scenario)
+
+
+def check_nothing_quarantined_but_the_unreachable_cluster(tables, cid):
+    quarantine = tables["silver.quarantine"]
+    def cluster_of(q):
+        return next((c for c in (UNREACHABLE, DENIED, UNTRUSTED) if f"cluster={c}/" in (q["source_file"] or "")),
+                    None)
+
+    live = [q for q in quarantine if cluster_of(q) is None]
+    assert live == [], f"quarantined from the live cluster: {live[:3]}"
+    unreachable = [q for q in quarantine if cluster_of(q) == UNREACHABLE]
+    reasons = {q["target_table"]: q["reason"] for q in unreachable}
+    assert set(reasons) == {"silver.quorum_snapshots", "silver.partition_states", "silver.node_metrics"}, reasons
+    assert "missing field 'response'" in reasons["silver.quorum_snapshots"]
+    assert "no samples in the scrape" in reasons["silver.node_metrics"]
+    assert "refused" in " ".join(q["record"] for q in unreachable).lower()  # the collector's reason is kept
+    denied = [q for q in quarantine if cluster_of(q) == DENIED]
+    assert {q["target_table"] for q in denied} == {"silver.quorum_snapshots", "silver.partition_states"}, denied
+    assert all("SASL authentication failed" in q["record"] for q in denied), denied
+    untrusted = [q for q in quarantine if cluster_of(q) == UNTRUSTED]
+    assert {q["target_table"] for q in untrusted} == {"silver.quorum_snapshots", "silver.partition_states"}
+    assert all("TLS handshake failed" in q["record"] for q in untrusted), untrusted
+    snapshots = [r for r in tables["silver.quorum_snapshots"] if r["cluster_id"] == cid]
+    assert {r["source"] for r in snapshots} == {"admin", "cli"}
+    assert {r["api_version"] for r in snapshots if r["source"] == "admin"} == {2}
+
+
+def _status_rows(tables, cid):
+    return {ms(r["collected_at"]): r for r in tables["gold.quorum_status"] if r["cluster_id"] == cid}
+
+
+def check_quorum_status(tables, s: Scenario):
+    rows = _status_rows(tables, s.cid)
+    checked = 0
+    for phase in s.phases:
+        for capture in phase.status_only:  # no --replication at that time: gold takes what --status printed
+            row, printed = rows[capture["at"]], capture["status"]
+            assert (row["leader_id"], row["leader_epoch"], row["high_watermark"], row["max_follower_lag"],
+                    row["max_follower_lag_time_ms"]) == (
+                int(printed["LeaderId"]), int(printed["LeaderEpoch"]), int(printed["HighWatermark"]),
+                int(printed["MaxFollowerLag"]), int(printed["MaxFollowerLagTimeMs"])), (phase.name, row, printed)
+            checked += 1
+        for capture in phase.pairs:
+            # gold computes the numbers from the --replication rows (taken gap_ms after --status printed its own
+            # DescribeQuorum answer), with --status giving the voters' response order: they agree up to what
+            # the quorum did in between (about 2 records per second, and the leader's clock moving on)
+            row, printed = rows[capture["at"]], capture["status"]
+            lag, lag_ms = int(printed["MaxFollowerLag"]), int(printed["MaxFollowerLagTimeMs"])
+            gap_s = capture["gap_ms"] / 1000
+            context = (phase.name, capture["gap_ms"], row, printed)
+            assert (row["leader_id"], row["leader_epoch"]) == (int(printed["LeaderId"]), int(printed["LeaderEpoch"]))
+            if lag_ms == -1:
+                assert row["max_follower_lag_time_ms"] == -1, context
+            else:
+                assert abs(row["max_follower_lag_time_ms"] - lag_ms) <= capture["gap_ms"] + 600, context
+            assert abs(row["max_follower_lag"] - lag) <= 4 * gap_s + 4, context
+            assert row["voters"] == 3 and row["source"] == "cli", context
+            checked += 1
+    assert checked == 2 * len(s.phases)
+
+
+def check_isr_health(tables, s: Scenario):
+    isr = {ms(r["collected_at"]): r for r in tables["gold.isr_health"] if r["cluster_id"] == s.cid}
+    for phase in s.phases:
+        for capture in phase.topics:
+            row = isr[capture["at"]]
+            expected = {"partitions": capture["partitions"], "at_min_isr": capture["at-min-isr"],
+                        "under_min_isr": capture["under-min-isr"], "offline": capture["unavailable"],
+                        "under_replicated": capture["under-replicated"]}
+            assert {k: row[k] for k in expected} == expected, (phase.name, row, expected)
+            # the collector's own snapshots of the same phase (the state had settled) count the same
+            collected = [r for at, r in isr.items() if phase.started_ms <= at <= (phase.ended_ms or at)
+                         and at not in {c["at"] for c in phase.topics}]
+            assert collected, phase.name
+            for r in collected:
+                assert {k: r[k] for k in expected} == expected, (phase.name, "collector", r, expected)
+    by_phase = {p.name: p.topics[0] for p in s.phases}
+    assert by_phase["healthy"]["at-min-isr"] == 0 and by_phase["healthy"]["under-replicated"] == 0
+    assert by_phase["broker-6-stopped"]["at-min-isr"] > 0
+    assert by_phase["brokers-5-6-stopped"]["under-min-isr"] > 0
+
+
+def check_at_min_isr_episodes(tables, s: Scenario):
+    phases = {p.name: p for p in s.phases}
+    one_down, two_down, back = phases["broker-6-stopped"], phases["brokers-5-6-stopped"], phases["brokers-restarted"]
+    episodes = [e for e in tables["gold.at_min_isr_episodes"] if e["cluster_id"] == s.cid]
+    rf3 = [e for e in episodes if e["topic"] in RF3_TOPICS]
+    partitions = {(e["topic"], e["partition"]) for e in rf3}
+    assert partitions == {(t, p) for t, n, rf, _ in TOPIC_SPECS if t in RF3_TOPICS for p in range(n)}, episodes
+    for e in rf3:
+        assert one_down.started_ms <= ms(e["started_at"]) < two_down.started_ms, e  # opened with one broker down
+        assert e["escalated"] is True, e  # under min ISR once the second broker stopped
+        assert e["ended_at"] is not None and back.started_ms <= ms(e["ended_at"]) <= back.ended_ms, e  # closed
+    listed = {k for k in one_down.topics[0]["lines"]
+              if len(one_down.topics[0]["lines"][k]["isr"]) == (2 if k[0] in RF3_TOPICS else 1)}
+    opened = {(e["topic"], e["partition"]) for e in episodes if ms(e["started_at"]) < two_down.started_ms}
+    assert listed <= opened, (listed, opened)
+    assert all(e["ended_at"] is not None for e in episodes), "an AtMinIsr episode is still open at the end"
+
+
+def check_follower_leaves_the_slo(tables, s: Scenario, window):
+    rows = _status_rows(tables, s.cid)
+    down = [r for at, r in rows.items() if window[0] <= at < window[1]]
+    assert down, "no quorum snapshot while the follower controller was down"
+    for r in down:
+        assert r["voters_within_slo"] in (2, None), r  # None: a --status capture alone (no replica rows)
+        assert r["is_good"] is False and r["max_follower_lag_time_ms"] > SLO_MS, r
+    assert any(r["voters_within_slo"] == 2 for r in down)
+    back = s.phases[[p.name for p in s.phases].index("follower-controller-restarted")]
+    after = [r for at, r in rows.items() if back.started_ms <= at <= back.ended_ms and r["voters_within_slo"]]
+    assert after and all(r["voters_within_slo"] == 3 for r in after), after
+
+
+def check_divergence(tables, s: Scenario):
+    rows = [r for r in tables["gold.metadata_offset_divergence"] if r["cluster_id"] == s.cid]
+    assert {r["node_id"] for r in rows} == {1, 2, 3, 4, 5, 6}
+    healthy = s.phases[0]
+    for node in range(1, 7):
+        mine = [r for r in rows if r["node_id"] == node and healthy.started_ms <= ms(r["scraped_at"])
+                <= healthy.ended_ms]
+        assert mine and all(r["divergence_records"] is not None for r in mine), (node, mine)
+        # NoOpRecords every 500 ms; scrapes of one poll are milliseconds apart
+        assert all(abs(r["divergence_records"]) <= 20 for r in mine), (node, mine)
+    roles = {r["node_id"]: r["node_role"] for r in rows}
+    assert roles == {1: "controller", 2: "controller", 3: "controller", 4: "broker", 5: "broker", 6: "broker"}
