@@ -662,3 +662,19 @@ def test_controller_scrapes_carry_the_controller_health_metrics_in_both_namings(
         assert CONTROLLER_HEALTH_METRICS <= metrics, f"{path.name}: {sorted(CONTROLLER_HEALTH_METRICS - metrics)}"
         namings.add("strimzi" if "raft_current_state" in metrics else "default")
     assert namings == {"strimzi", "default"}
+
+
+def test_files_are_written_under_a_hidden_name_then_renamed(tmp_path):
+    from pipelines.simulator.writer import LandingWriter
+
+    writer = LandingWriter(tmp_path)
+    writer.append_line("q", "quorum/a.jsonl", "one", "describe_quorum_json", compress=False)
+    # while a JSON Lines file is still being written, only its hidden temporary name exists
+    assert sorted(p.name for p in (tmp_path / "quorum").iterdir()) == [".a.jsonl.tmp"]
+    writer.append_line("q", "quorum/b.jsonl", "two", "describe_quorum_json", compress=False)
+    writer.append_line("q", "quorum/a.jsonl", "three", "describe_quorum_json", compress=False)
+    writer.write_file("quorum/c.status.txt", "LeaderId: 1\n", "quorum_cli_status", compress=True)
+    writer.close_all()
+    names = sorted(p.name for p in (tmp_path / "quorum").iterdir())
+    assert names == ["a.jsonl", "b.jsonl", "c.status.txt.gz"]
+    assert (tmp_path / "quorum" / "a.jsonl").read_text() == "one\nthree\n"
