@@ -363,8 +363,10 @@ class Bounds:
             terms.append(f"{col} <= timestamp_micros({self.hi_us})")
         if self.clusters is not None:
             cid = f"{alias}.`cluster_id`" if alias else "`cluster_id`"
-            terms.append(f"{cid} IN ({', '.join(_sql_literal(c) for c in self.clusters)})" if self.clusters
-                         else "false")
+            # rows without a cluster (a record whose cluster could not be told) are always in: collect_set drops
+            # NULLs, and a MERGE that left them out of its target would insert them again
+            listed = f"{cid} IN ({', '.join(_sql_literal(c) for c in self.clusters)}) OR " if self.clusters else ""
+            terms.append(f"({listed}{cid} IS NULL)")
         clause = " AND ".join(terms) or "true"
         return f"(({clause}) OR {col} IS NULL)" if self.or_null else clause
 

@@ -101,6 +101,7 @@ BRONZE_INGEST_RUNS = TableSpec(
     ),
     ("path", "file_size", "file_modified_at"),
     "One row per landing file version ingested (path, size, modification time): a file that changes is read again",
+    clustering=("source", "path"),
 )
 PIPELINE_RUNS = TableSpec(
     "bronze", "pipeline_runs",
@@ -113,6 +114,7 @@ PIPELINE_RUNS = TableSpec(
     ),
     ("run_at", "consumer", "source_table"),
     "How far each layer has processed each table it reads: one row per consumer, source table and run",
+    clustering=("consumer", "source_table"),
 )
 
 # landing source folder -> bronze table

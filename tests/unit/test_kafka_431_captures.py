@@ -122,7 +122,8 @@ def test_controller_scrape_with_the_exporters_default_names():
     assert committed["type"] == "untyped" and committed["value"] == 69.0
     assert metrics["controller_active_controller_count"]["value"] == 0.0
     assert metrics["raft_current_leader"]["value"] == 3.0
-    idle = metrics["kafka_server_raft_metrics_commit_latency_max"]
+    idle = metrics["raft_commit_latency_max"]  # controller health's canonical name for the default exporter name
+    assert idle["source_name"] == "kafka_server_raft_metrics_commit_latency_max"
     assert idle["type"] == "untyped" and math.isnan(idle["value"])
     # a second label besides name keeps its own series
     assert "kafka_controller_kafkacontroller_value_4_brokerregistrationstate" in metrics
@@ -134,7 +135,8 @@ def test_broker_scrape_with_strimzi_style_rules():
     assert metrics["broker_last_applied_record_offset"]["source_name"] == (
         "kafka_server_brokermetadatametrics_last_applied_record_offset")
     assert metrics["raft_current_state"]["state"] == "observer"
-    idle = metrics["kafka_server_raftmetrics_commit_latency_max_total"]
+    idle = metrics["raft_commit_latency_max"]  # the Strimzi-style rules' counter, under the same canonical name
+    assert idle["source_name"] == "kafka_server_raftmetrics_commit_latency_max_total"
     assert idle["type"] == "counter" and math.isnan(idle["value"])
     assert metrics["partition_at_min_isr/orders-0"]["value"] == 0.0
     assert metrics["replica_manager_at_min_isr_partition_count"]["value"] == 0.0
