@@ -48,9 +48,11 @@ def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
     touched: set[str] = set()
     if fingerprint == lakehouse.fingerprint(CONSUMER, LANDING):
         progress(f"bronze: {len(listing)} landing files, none changed since the last run")
+        lakehouse.tune_for(0)
     else:
         new = _new_files(lakehouse, listing)
         progress(f"bronze: {len(listing)} landing files, {len(new)} new")
+        lakehouse.tune_for(sum(f.size for f in new))
         for chunk in chunks(new, config.bronze_chunk_bytes):
             touched |= _ingest(lakehouse, chunk)
         reached(config, "bronze:recorded")

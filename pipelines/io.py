@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +32,7 @@ class Lakehouse:
         self.spark = spark
         self.config = config
         self._progress_rows: dict[str, dict[str, tuple[int, str | None]]] | None = None
+        self.rebuilding = False  # a full refresh: whole tables are read, whatever the landing zone's new data
 
     # --- names and places ---------------------------------------------------------------------------------------
 
@@ -61,9 +63,13 @@ class Lakehouse:
             return
         missing = [spec for spec in specs if not self._exists(spec)]
         migrating = PIPELINE_RUNS in missing and len(missing) < len(specs)
-        for spec in missing:
+        def create(spec: TableSpec) -> None:
             self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.ref(spec)} ({spec.ddl}) USING DELTA"
                            f"{_partitioning(spec)} COMMENT '{_sql_str(spec.comment)}'{_properties(spec)}")
+
+        # Each CREATE is one small commit, mostly waiting: a new warehouse's tables are created four at a time.
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(create, missing))
         if migrating:
             # A warehouse built before run bookkeeping existed: turn on what the tables now declare (e.g. the change
             # data feed that silver reads bronze by).
@@ -129,6 +135,21 @@ class Lakehouse:
             )
             if not self.config.catalog:
                 self.spark.conf.set(marker, self.table_path(spec))
+
+    # --- engine -------------------------------------------------------------------------------------------------
+
+    def tune_for(self, new_bytes: int | None) -> bool:
+        """Pick Spark's engine for this run from the size of its new data: at most `small_run_bytes`, the
+        interpreted engine (compiling generated code for each of a run's few hundred small queries cost a quarter of
+        its CPU); more, or unknown (None), Spark's defaults. Local sessions only. Returns True when interpreted."""
+        from pipelines.session import on_databricks
+
+        small = new_bytes is not None and new_bytes <= self.config.small_run_bytes and not self.rebuilding
+        if on_databricks():
+            return False
+        for key, interpreted, default in _ENGINE_SETTINGS:
+            self.spark.conf.set(key, interpreted if small else default)
+        return small
 
     # --- reads --------------------------------------------------------------------------------------------------
 
@@ -397,6 +418,14 @@ class Bounds:
 
     def on(self, column: str) -> Bounds:
         return Bounds(column, self.lo_us, self.hi_us, self.clusters, self.or_null)
+
+
+# (setting, value for a small run, Spark's default)
+_ENGINE_SETTINGS = (
+    ("spark.sql.codegen.wholeStage", "false", "true"),
+    ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"),
+    ("spark.sql.adaptive.enabled", "false", "true"),
+)
 
 
 def registry_fingerprint(specs: tuple[TableSpec, ...]) -> str:

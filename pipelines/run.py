@@ -69,6 +69,8 @@ def full_refresh(lakehouse: Lakehouse, layers: tuple[str, ...], progress: Progre
     all of bronze, gold from all of silver, bronze from every landing file. Layers not listed keep their tables and
     pick up the rebuilt rows through the change feed like any other change."""
     lakehouse.ensure_tables(ALL_TABLES)
+    lakehouse.rebuilding = True  # what follows reads whole tables: Spark's default engine, whatever is new
+    lakehouse.tune_for(None)
     for layer in LAYER_ORDER:
         if layer not in layers:
             continue

@@ -28,6 +28,7 @@ def spark(tmp_path_factory):
                     shuffle_partitions=2)
     session = get_spark(config, app_name="quorumlake-tests")
     quiet(session)
+    Lakehouse(session, config).tune_for(0)  # every test's data is tiny: the engine of a small run
     yield session
     session.stop()
 
