@@ -8,7 +8,9 @@ tables are Unity Catalog managed tables `<catalog>.<schema>.<table>`.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -160,12 +162,32 @@ class Lakehouse:
 
     def version(self, spec: TableSpec) -> int:
         """The table's current Delta version (read from its log on the driver)."""
+        log = self._local_log(spec)
+        if log is not None:
+            versions = [int(name[:-5]) for name in os.listdir(log) if _COMMIT_FILE.fullmatch(name)]
+            if versions:
+                return max(versions)
         return int(self.spark.sql(f"DESCRIBE HISTORY {self.ref(spec)} LIMIT 1").first()["version"])
 
     def last_commit_metrics(self, spec: TableSpec, after_version: int) -> list[dict[str, str]]:
         """`operationMetrics` of every commit after `after_version`."""
+        log = self._local_log(spec)
+        if log is not None:
+            return [_commit_metrics(os.path.join(log, name)) for name in sorted(os.listdir(log))
+                    if _COMMIT_FILE.fullmatch(name) and int(name[:-5]) > after_version]
         rows = self.spark.sql(f"DESCRIBE HISTORY {self.ref(spec)}").where(F.col("version") > after_version)
         return [dict(r["operationMetrics"] or {}) for r in rows.select("operationMetrics").collect()]
+
+    def _local_log(self, spec: TableSpec) -> str | None:
+        """A local table's `_delta_log` folder, whose commit files the driver reads directly (a directory listing
+        instead of a Spark query: the bookkeeping of a run that has nothing to do costs nothing); else None."""
+        if self.config.catalog:
+            return None
+        path = self.table_path(spec)
+        if "://" in path and not path.startswith("file:"):
+            return None
+        log = os.path.join(path.removeprefix("file:"), "_delta_log")
+        return log if os.path.isdir(log) else None
 
     def changes(self, spec: TableSpec, after_version: int, upto_version: int) -> DataFrame:
         """The rows the table gained or changed in versions (after_version, upto_version], as change-data-feed rows
@@ -426,6 +448,19 @@ _ENGINE_SETTINGS = (
     ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"),
     ("spark.sql.adaptive.enabled", "false", "true"),
 )
+
+
+_COMMIT_FILE = re.compile(r"\d{20}\.json")
+
+
+def _commit_metrics(path: str) -> dict[str, str]:
+    """The `operationMetrics` of one Delta commit file (its `commitInfo` action), as DESCRIBE HISTORY shows them."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            action = json.loads(line)
+            if "commitInfo" in action:
+                return {k: str(v) for k, v in (action["commitInfo"].get("operationMetrics") or {}).items()}
+    return {}
 
 
 def registry_fingerprint(specs: tuple[TableSpec, ...]) -> str:

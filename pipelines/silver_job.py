@@ -15,6 +15,7 @@ leaves the same tables.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -88,6 +89,7 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
     done = lakehouse.progress(CONSUMER)
     reached_versions = dict(done)
     validator: GxValidator | None = None
+    pending = Pending()
     for flow in FLOWS:
         after, upto = done.get(flow.bronze.name, -1), lakehouse.version(flow.bronze)
         if upto == after:
@@ -98,11 +100,12 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
                 progress(f"silver: {flow.bronze.name} v{after + 1}..{upto} -> "
                          f"{', '.join(o.name for o in flow.outputs)}")
                 validator = validator or GxValidator()
-                process_batch(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats)
+                process_batch(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats, pending)
         finally:
             batch.unpersist()
         reached_versions[flow.bronze.name] = upto
         reached(lakehouse.config, f"silver:flow:{flow.bronze.name}")
+    pending.write(lakehouse)
     if reached_versions != done:
         lakehouse.save_progress(CONSUMER, reached_versions)
     stats.total_seconds = time.monotonic() - started
@@ -112,8 +115,29 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
 CONSUMER = "silver"
 
 
+@dataclass
+class Pending:
+    """What every flow of a run sends to the two shared tables, written once at the end of silver (one MERGE into
+    the quarantine, one append to the validation log, instead of one of each per flow and table). Silver's progress
+    is saved after them, so a crash before they are written makes the next run redo the batches and write them."""
+
+    rejects: list[DataFrame] = field(default_factory=list)  # persisted; each already materialized
+    validations: list[tuple] = field(default_factory=list)
+
+    def write(self, lakehouse: Lakehouse) -> None:
+        if self.rejects:
+            lakehouse.insert_new(SILVER_QUARANTINE, functools.reduce(DataFrame.unionByName, self.rejects))
+        if self.validations:
+            # a log: appended (a batch replayed after a crash is validated, and logged, again)
+            lakehouse.append(SILVER_DQ_VALIDATIONS, lakehouse.spark.createDataFrame(
+                self.validations, SILVER_DQ_VALIDATIONS.spark_schema))
+        for df in self.rejects:
+            df.unpersist()
+        self.rejects, self.validations = [], []
+
+
 def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: str, validator: GxValidator,
-                  stats: SilverStats) -> None:
+                  stats: SilverStats, pending: Pending) -> None:
     config = lakehouse.config
     unreadable = rejected(
         batch.where(F.col("parse_error").isNotNull()), flow.parse_target.name, ["record_readable"],
@@ -139,8 +163,9 @@ def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: 
                              F.count_if(F.size("failed_rules") == 0).alias("valid")).first()
         if counts["rows"]:  # GX validates the rows of this run, once per table; nothing to validate, no GX run
             outcomes = validator.validate(rows, suite, params)
-            _record_validations(lakehouse, spec, f"{config.run_at.isoformat()}#{flow.bronze.table}#{batch_id}",
-                                outcomes, counts["rows"])
+            label = f"{config.run_at.isoformat()}#{flow.bronze.table}#{batch_id}"
+            pending.validations += [(config.run_at, spec.name, label, o.rule, o.expectation, o.success,
+                                     o.element_count, o.unexpected_count, counts["rows"], o.error) for o in outcomes]
         stats.dq_seconds += time.monotonic() - t0
         valid = flagged.where(F.size("failed_rules") == 0).drop("failed_rules")
         lakehouse.replace_groups(spec, valid, silver_groups, silver_bounds)
@@ -152,12 +177,13 @@ def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: 
     for q in quarantine[1:]:
         all_rejects = all_rejects.unionByName(q)
     all_rejects = all_rejects.withColumn("quarantined_at", F.lit(config.run_at).cast("timestamp")).persist()
-    per_table = all_rejects.groupBy("target_table").count().collect()
+    per_table = all_rejects.groupBy("target_table").count().collect()  # also materializes all_rejects
     if per_table:
-        lakehouse.insert_new(SILVER_QUARANTINE, all_rejects)
+        pending.rejects.append(all_rejects)
+    else:
+        all_rejects.unpersist()
     for row in per_table:
         stats.add(row["target_table"], quarantined=row["count"])
-    all_rejects.unpersist()
     for df in built:
         df.unpersist()
     keys.unpersist()
@@ -170,14 +196,3 @@ def _candidates(lakehouse: Lakehouse, flow: Flow, keys: DataFrame, bounds: Bound
         return bronze.limit(0)
     pruned = bronze.where(F.col("parse_error").isNull()).where(bounds.sql())
     return pruned.join(keys, list(flow.bronze_keys), "left_semi")
-
-
-def _record_validations(lakehouse: Lakehouse, spec: TableSpec, batch: str, outcomes, batch_rows: int) -> None:
-    spark = lakehouse.spark
-    rows = [
-        (lakehouse.config.run_at, spec.name, batch, o.rule, o.expectation, o.success,
-         o.element_count, o.unexpected_count, batch_rows, o.error)
-        for o in outcomes
-    ]
-    # a log: appended (a batch replayed after a crash is validated, and logged, again)
-    lakehouse.append(SILVER_DQ_VALIDATIONS, spark.createDataFrame(rows, SILVER_DQ_VALIDATIONS.spark_schema))

@@ -1,0 +1,66 @@
+"""The storage seam (pipelines/io.py): bounded MERGEs, the driver-side reads of a local Delta log, the run's engine."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from chispa import assert_df_equality
+
+from pipelines.io import Bounds, Lakehouse
+from pipelines.tables import BRONZE_QUORUM_RAW
+
+T0 = datetime(2024, 10, 27, 3, 33, 20, tzinfo=timezone.utc)
+
+
+def _raw(spark, rows):
+    """bronze.quorum_raw rows from (record_id, cluster_id) pairs; the other columns are filler."""
+    full = [(rid, "describe_quorum_json", cluster, None, T0, 0, "{}", None, "file:/x.jsonl", 1, "sha", 2, T0, T0, None)
+            for rid, cluster in rows]
+    return spark.createDataFrame(full, BRONZE_QUORUM_RAW.spark_schema)
+
+
+def test_bounds_keep_rows_without_a_cluster(spark):
+    df = _raw(spark, [("a", "c1"), ("b", None)])
+    bounds = Bounds.of(df, "collected_at")
+    assert bounds.clusters == ("c1",)
+    assert df.where(bounds.sql()).count() == 2  # the row whose cluster is unknown is not left out
+
+
+def test_insert_new_twice_adds_a_row_without_a_cluster_once(spark, make_lakehouse, tmp_path):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    rows = _raw(spark, [("a", "c1"), ("b", None)])
+    for _ in range(2):  # a file read again after a crash
+        lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at", or_null=True))
+    assert_df_equality(lakehouse.read(BRONZE_QUORUM_RAW), rows, ignore_row_order=True, ignore_nullable=True,
+                      ignore_metadata=True)
+
+
+def test_versions_and_commit_metrics_from_the_local_log_match_describe_history(spark, make_lakehouse, tmp_path):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    rows = _raw(spark, [("a", "c1")])
+    lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at", or_null=True))
+    lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("b", "c2")]))
+    history = spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
+    assert lakehouse.version(BRONZE_QUORUM_RAW) == history[-1]["version"] == 2
+    assert lakehouse.last_commit_metrics(BRONZE_QUORUM_RAW, 0) == [dict(r["operationMetrics"]) for r in history[1:]]
+    assert [int(m["numTargetRowsInserted"]) for m in lakehouse.last_commit_metrics(BRONZE_QUORUM_RAW, 0)] == [1, 1]
+
+
+def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spark_defaults(spark, make_lakehouse,
+                                                                                         tmp_path):
+    lakehouse: Lakehouse = make_lakehouse(tmp_path / "landing", small_run_bytes=1000)
+    try:
+        assert lakehouse.tune_for(1000)
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+        assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
+        assert not lakehouse.tune_for(1001)
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+        assert not lakehouse.tune_for(None)  # size unknown
+        lakehouse.rebuilding = True
+        assert not lakehouse.tune_for(0)
+    finally:
+        lakehouse.rebuilding = False
+        lakehouse.tune_for(0)  # the test session's engine
