@@ -17,17 +17,16 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from bronze.raw import build_raw_records
-from pipelines.faults import reached
+from pipelines.faults import fail_if, reached
 from pipelines.io import Bounds, Lakehouse
-from pipelines.landing import LandingFile, chunks, is_local, list_landing, read_file
+from pipelines.landing import FileContent, LandingFile, chunks, is_local, list_landing, read_file
 from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 
 Progress = Callable[[str], None]
 
-_FILES_SCHEMA = ("source STRING, path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, "
+_FILES_SCHEMA = ("path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, "
                  "data BINARY, read_error STRING")
 _LISTING_SCHEMA = "source STRING, path STRING, file_size BIGINT, file_modified_at TIMESTAMP"
 
@@ -91,10 +90,42 @@ def _new_files(lakehouse: Lakehouse, listing: list[LandingFile]) -> list[Landing
 def _ingest(lakehouse: Lakehouse, files: list[LandingFile]) -> set[str]:
     """Read a chunk of files, insert their records, then record the files as ingested."""
     config = lakehouse.config
-    spark = lakehouse.spark
     contents = [read_file(f, config.max_file_bytes, config.max_decompressed_bytes) for f in files]
-    df = spark.createDataFrame(pa.table({
-        "source": [c.file.source for c in contents],
+    sources = sorted({f.source for f in files})
+    for source in sources:
+        _insert_or_isolate(lakehouse, source, [c for c in contents if c.file.source == source])
+        reached(config, f"bronze:inserted:{source}")
+    lakehouse.append(BRONZE_INGEST_RUNS, lakehouse.spark.createDataFrame(
+        [(f.source, f.path, f.size, f.modified_at, config.run_at) for f in files], BRONZE_INGEST_RUNS.spark_schema))
+    return set(sources)
+
+
+def _insert_or_isolate(lakehouse: Lakehouse, source: str, contents: list[FileContent], retried: bool = False) -> None:
+    """Insert the records of these files. Should that fail for a reason no parser foresaw, the files are tried one
+    by one (a lone file once more), and a file that still fails becomes one bronze row whose `parse_error` is the
+    failure: it costs that file, never the run, and is not retried by every later run (a new version of the file
+    is ingested like any changed file)."""
+    try:
+        fail_if(lakehouse.config, "bronze", *(c.file.path for c in contents))
+        insert_records(lakehouse, source, _files_frame(lakehouse, contents))
+        return
+    except Exception as exc:  # whatever the failure, it must cost only the file it came from
+        if len(contents) == 1 and retried:
+            failed = FileContent(contents[0].file, None, None, f"could not be ingested: {_one_line(exc)}")
+            insert_records(lakehouse, source, _files_frame(lakehouse, [failed]))
+            return
+    for content in contents:
+        _insert_or_isolate(lakehouse, source, [content], retried=True)
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
+
+
+def _files_frame(lakehouse: Lakehouse, contents: list[FileContent]) -> DataFrame:
+    """Files already read on the driver, as the binary-file rows `build_raw_records` takes."""
+    return lakehouse.spark.createDataFrame(pa.table({
         "path": [c.file.path for c in contents],
         "modificationTime": pa.array([c.file.modified_at for c in contents], pa.timestamp("us", tz="UTC")),
         "length": pa.array([c.file.size for c in contents], pa.int64()),
@@ -103,13 +134,6 @@ def _ingest(lakehouse: Lakehouse, files: list[LandingFile]) -> set[str]:
         "data": pa.array([c.data if c.file.path.lower().endswith(".gz") else None for c in contents], pa.binary()),
         "read_error": pa.array([c.error for c in contents], pa.string()),
     }), _FILES_SCHEMA)
-    sources = sorted({f.source for f in files})
-    for source in sources:
-        insert_records(lakehouse, source, df.where(F.col("source") == source).drop("source"))
-        reached(config, f"bronze:inserted:{source}")
-    lakehouse.append(BRONZE_INGEST_RUNS, spark.createDataFrame(
-        [(f.source, f.path, f.size, f.modified_at, config.run_at) for f in files], BRONZE_INGEST_RUNS.spark_schema))
-    return set(sources)
 
 
 def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:

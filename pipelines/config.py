@@ -69,6 +69,9 @@ class Config:
     # Testing hook of the crash harness (tests/e2e/test_crash.py): the run kills itself with SIGKILL when it reaches
     # the named point (see pipelines/faults.py). Never set in production.
     crash_at: str | None = None
+    # Testing hook (pipelines/faults.py): the run raises an error where this names, as an unforeseen poison input
+    # would. Never set in production.
+    fail_on: str | None = None
     # The run's own time: every row written by this run carries it as `ingested_at`.
     run_at: datetime = field(default_factory=lambda: now_ms())
 

@@ -1,5 +1,10 @@
-"""Named points of a run where the crash harness (tests/e2e/test_crash.py) kills the process with SIGKILL, to prove
-that a run killed anywhere leaves tables that the next run completes to exactly what an uninterrupted run makes."""
+"""Named points of a run where a test makes it fail on purpose:
+
+- `crash_at`: the crash harness (tests/e2e/test_crash.py) kills the process with SIGKILL there, to prove that a run
+  killed anywhere leaves tables that the next run completes to exactly what an uninterrupted run makes;
+- `fail_on`: the run raises an error there, as a poison input that no parser anticipated would, to prove that such
+  a failure costs the input it came from (quarantined with the error as its reason) and never the run.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,21 @@ import signal
 from pipelines.config import Config
 
 
+class InjectedFailure(RuntimeError):
+    """The error `fail_on` raises."""
+
+
 def reached(config: Config, point: str) -> None:
     """Die here, at once and without cleanup, when the configuration names this point."""
     if config.crash_at == point:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def fail_if(config: Config, point: str, *names: str) -> None:
+    """Raise here when `fail_on` names this point: `silver:<bronze table>` fails silver's batch of that table, and
+    `file:<text>` fails every bronze chunk holding a file whose path contains the text."""
+    wanted = config.fail_on
+    if not wanted:
+        return
+    if wanted == point or (wanted.startswith("file:") and point == "bronze" and any(wanted[5:] in n for n in names)):
+        raise InjectedFailure(f"injected failure at {wanted} (fail_on)")

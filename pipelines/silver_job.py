@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from expectations.gx_runner import GxValidator
 from expectations.rules import load_suite, rule_params, with_failed_rules
-from pipelines.faults import reached
+from pipelines.faults import fail_if, reached
 from pipelines.io import Bounds, Lakehouse
 from pipelines.tables import (
     BRONZE_METRICS_RAW,
@@ -80,6 +80,11 @@ class SilverStats:
         self.rows[table] = self.rows.get(table, 0) + rows
         self.quarantined[table] = self.quarantined.get(table, 0) + quarantined
 
+    def merge(self, other: SilverStats) -> None:
+        for table in {*other.rows, *other.quarantined}:
+            self.add(table, other.rows.get(table, 0), other.quarantined.get(table, 0))
+        self.dq_seconds += other.dq_seconds
+
 
 def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverStats:
     """Process the rows each bronze table gained since silver last ran (Delta versions recorded in
@@ -100,7 +105,8 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
                 progress(f"silver: {flow.bronze.name} v{after + 1}..{upto} -> "
                          f"{', '.join(o.name for o in flow.outputs)}")
                 validator = validator or GxValidator()
-                process_batch(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats, pending)
+                _process_or_quarantine(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats, pending,
+                                       progress)
         finally:
             batch.unpersist()
         reached_versions[flow.bronze.name] = upto
@@ -131,9 +137,49 @@ class Pending:
             # a log: appended (a batch replayed after a crash is validated, and logged, again)
             lakehouse.append(SILVER_DQ_VALIDATIONS, lakehouse.spark.createDataFrame(
                 self.validations, SILVER_DQ_VALIDATIONS.spark_schema))
+        self.discard()
+
+    def discard(self) -> None:
         for df in self.rejects:
             df.unpersist()
         self.rejects, self.validations = [], []
+
+
+def _process_or_quarantine(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: str,
+                           validator: GxValidator, stats: SilverStats, pending: Pending,
+                           progress: Callable[[str], None]) -> None:
+    """Process the batch; should that fail for a reason no rule foresaw, try once more, and then quarantine every
+    record of the batch (rule `batch_processable`, the failure as the reason) so that the run, and every later one,
+    goes on instead of replaying the same failure forever. A failed attempt's validations and rejects are dropped;
+    rows it had already merged stay (they passed every rule), so such a record can be both in silver and in
+    quarantine, never in neither."""
+    error: Exception | None = None
+    for _attempt in range(2):
+        attempt_stats, attempt_pending = SilverStats(), Pending()
+        try:
+            fail_if(lakehouse.config, f"silver:{flow.bronze.name}")
+            process_batch(lakehouse, flow, batch, batch_id, validator, attempt_stats, attempt_pending)
+        except Exception as exc:  # whatever the failure, it must cost this batch, not every run
+            attempt_pending.discard()
+            error = exc
+            progress(f"silver: {flow.bronze.name} batch {batch_id} failed: {_one_line(exc)}")
+            continue
+        stats.merge(attempt_stats)
+        pending.rejects += attempt_pending.rejects
+        pending.validations += attempt_pending.validations
+        return
+    reason = f"the batch could not be processed: {_one_line(error)}"
+    failed = rejected(batch, flow.parse_target.name, ["batch_processable"], F.lit(reason)).withColumn(
+        "quarantined_at", F.lit(lakehouse.config.run_at).cast("timestamp")).persist()
+    count = failed.count()
+    pending.rejects.append(failed)
+    stats.add(flow.parse_target.name, quarantined=count)
+    progress(f"silver: {flow.bronze.name} batch {batch_id}: {count} records quarantined (rule batch_processable)")
+
+
+def _one_line(exc: BaseException | None) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
 
 
 def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: str, validator: GxValidator,

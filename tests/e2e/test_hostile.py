@@ -325,3 +325,46 @@ def test_a_file_larger_than_the_configured_limit_is_a_parse_error(spark, small_z
     assert len(rows) == 1 and "larger than" in rows[0]["parse_error"]
     assert "fs-good" in _silver_clusters(spark, lakehouse)
 
+
+
+# --- failures no parser foresaw (injected with the `fail_on` testing hook) ------------------------------------------
+
+def _table(spark, lakehouse, name: str) -> list:
+    spec = next(s for s in ALL_TABLES if s.name == name)
+    return spark.read.format("delta").load(lakehouse.table_path(spec)).collect()
+
+
+def test_a_file_whose_ingestion_fails_costs_that_file_not_the_run(spark, small_zone, make_lakehouse):
+    (small_zone / "quorum" / "poison.jsonl").write_text(_line(_quorum("fs-poison")) + "\n")
+    (small_zone / "quorum" / "other.jsonl").write_text(_line(_quorum("fs-other")) + "\n")
+    run_pipeline(make_lakehouse(small_zone, fail_on="file:poison"), layers=("bronze", "silver"))
+
+    assert _silver_clusters(spark, make_lakehouse(small_zone)) == {"fs-good", "fs-other"}
+    poison = [r for r in _bronze_rows(spark, make_lakehouse(small_zone)) if r["source_file"].endswith("/poison.jsonl")]
+    assert [(r["cluster_id"], r["parse_error"]) for r in poison] == [
+        (None, "could not be ingested: InjectedFailure: injected failure at file:poison (fail_on)")]
+    quarantined = [r for r in _table(spark, make_lakehouse(small_zone), "silver.quarantine")
+                   if r["source_file"].endswith("/poison.jsonl")]
+    assert [r["failed_rules"] for r in quarantined] == [["record_readable"]]
+    # the file is recorded as ingested: the next run (the failure gone or not) does not retry it forever
+    lakehouse = make_lakehouse(small_zone)
+    run_pipeline(lakehouse, layers=("bronze", "silver"))
+    assert len(_bronze_rows(spark, lakehouse)) == 3
+
+
+def test_a_silver_batch_that_fails_twice_is_quarantined_and_later_runs_go_on(spark, small_zone, make_lakehouse):
+    (small_zone / "quorum" / "second.jsonl").write_text(_line(_quorum("fs-second")) + "\n")
+    run_pipeline(make_lakehouse(small_zone, fail_on="silver:bronze.quorum_raw"), layers=("bronze", "silver"))
+
+    lakehouse = make_lakehouse(small_zone)
+    assert _silver_clusters(spark, lakehouse) == set()
+    quarantined = sorted((r["target_table"], r["failed_rules"], r["reason"], json.loads(r["record"])["cluster_id"])
+                         for r in _table(spark, lakehouse, "silver.quarantine"))
+    reason = "the batch could not be processed: InjectedFailure: injected failure at silver:bronze.quorum_raw (fail_on)"
+    assert quarantined == [("silver.quorum_snapshots", ["batch_processable"], reason, c)
+                           for c in ("fs-good", "fs-second")]
+    # silver moved past the batch: a run without the failure neither replays it nor loses the next file
+    (small_zone / "quorum" / "later.jsonl").write_text(_line(_quorum("fs-later")) + "\n")
+    run_pipeline(lakehouse, layers=("bronze", "silver"))
+    assert _silver_clusters(spark, lakehouse) == {"fs-later"}
+    assert len(_table(spark, lakehouse, "silver.quarantine")) == 2
