@@ -6,6 +6,7 @@ One session per process. Locally it must be the first SparkSession the process c
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from importlib import resources
@@ -37,7 +38,9 @@ def get_spark(config: Config, app_name: str = "quorumlake") -> SparkSession:
         return active
     # Python workers must run the interpreter that has our dependencies (pyarrow, ...), not whatever `python3` is.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return _local_builder(config, app_name).getOrCreate()
+    spark = _local_builder(config, app_name).getOrCreate()
+    _remember_resolution(spark)
+    return spark
 
 
 def _local_builder(config: Config, app_name: str) -> SparkSession.Builder:
@@ -76,7 +79,50 @@ def _local_builder(config: Config, app_name: str) -> SparkSession.Builder:
         # class path: threads that do not inherit Spark's class loader (the Thrift JDBC server's sessions) must
         # find Delta's catalog classes too.
         builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(delta_jars))
-    return configure_spark_with_delta_pip(builder)
+    builder = configure_spark_with_delta_pip(builder)
+    resolved = _resolved_jars()
+    if resolved:
+        # Delta's packages were resolved by an earlier start: their jars are given directly, which spares every
+        # start Ivy's resolution (a second or two of each run, for an answer that has not changed)
+        builder = builder.config("spark.jars.packages", "").config("spark.jars", ",".join(resolved))
+    return builder
+
+
+def _resolution_file() -> Path:
+    """Where the jars that Ivy resolved for this Delta and PySpark (and our Ivy settings) are remembered."""
+    import pyspark
+
+    key = f"pyspark {pyspark.__version__} delta {_delta_version()}"
+    return ivy_home() / f"resolved-{hashlib.sha256(key.encode()).hexdigest()[:16]}.txt"
+
+
+def _delta_version() -> str:
+    from importlib.metadata import version
+
+    return version("delta_spark")
+
+
+def _resolved_jars() -> list[str]:
+    """The jars an earlier start resolved, when every one is still in the cache (else Ivy resolves again)."""
+    try:
+        jars = _resolution_file().read_text(encoding="utf-8").split()
+    except OSError:
+        return []
+    return jars if jars and all(os.path.isfile(j) for j in jars) else []
+
+
+def _remember_resolution(spark: SparkSession) -> None:
+    resolved = [j.removeprefix("file://") for j in spark.sparkContext.getConf().get("spark.jars", "").split(",") if j]
+    if not resolved or not all(os.path.isfile(j) for j in resolved) or resolved == _resolved_jars():
+        return
+    target = _resolution_file()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text("\n".join(resolved) + "\n", encoding="utf-8")
+        os.replace(temporary, target)
+    except OSError:
+        pass  # only a missed shortcut: the next start resolves again
 
 
 def quiet(spark: SparkSession) -> None:

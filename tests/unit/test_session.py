@@ -1,0 +1,25 @@
+"""The local session remembers which jars Ivy resolved, and uses them only while every one is still cached."""
+
+from __future__ import annotations
+
+from pipelines import session
+
+
+def test_remembered_jars_are_used_only_when_all_are_still_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path))
+    assert session._resolved_jars() == []  # nothing remembered: Ivy resolves
+    jars = [tmp_path / "jars" / "a.jar", tmp_path / "jars" / "b.jar"]
+    jars[0].parent.mkdir()
+    for jar in jars:
+        jar.write_bytes(b"PK")
+    session._resolution_file().write_text("\n".join(map(str, jars)) + "\n")
+    assert session._resolved_jars() == [str(j) for j in jars]
+    jars[1].unlink()  # a cache cleaned by hand: resolve again rather than start without a jar
+    assert session._resolved_jars() == []
+
+
+def test_the_remembered_resolution_is_per_pyspark_and_delta_version(tmp_path, monkeypatch):
+    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path))
+    first = session._resolution_file()
+    monkeypatch.setattr(session, "_delta_version", lambda: "0.0.0-other")
+    assert session._resolution_file() != first and session._resolution_file().parent == tmp_path
