@@ -118,8 +118,12 @@ def _insert_or_isolate(lakehouse: Lakehouse, source: str, contents: list[FileCon
         _insert_or_isolate(lakehouse, source, [content], retried=True)
 
 
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
+def _one_line(exc: BaseException | None) -> str:
+    """The error in one line; for an error from the JVM, the Java exception's own message (Py4J's first line only
+    names the call)."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.toString()) if java is not None else str(exc)
+    lines = text.strip().splitlines()
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
 
 

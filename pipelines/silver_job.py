@@ -178,7 +178,11 @@ def _process_or_quarantine(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, b
 
 
 def _one_line(exc: BaseException | None) -> str:
-    lines = str(exc).strip().splitlines()
+    """The error in one line; for an error from the JVM, the Java exception's own message (Py4J's first line only
+    names the call)."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.toString()) if java is not None else str(exc)
+    lines = text.strip().splitlines()
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
 
 
