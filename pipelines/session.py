@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
@@ -43,13 +45,19 @@ def get_spark(config: Config, app_name: str = "quorumlake") -> SparkSession:
     return spark
 
 
-def _local_builder(config: Config, app_name: str) -> SparkSession.Builder:
+def _local_builder(config: Config, app_name: str, dump_classes_to: Path | None = None) -> SparkSession.Builder:
     from delta import configure_spark_with_delta_pip
 
     settings = resources.files("pipelines").joinpath("ivysettings.xml")
     maven_root = os.environ.get("QUORUMLAKE_MAVEN_REPO", MAVEN_CENTRAL)
     warehouse = Path(config.warehouse).absolute()
     java_opts = f"-Dquorumlake.maven.root={maven_root} -Dderby.system.home={warehouse / '_derby'}"
+    archive = class_archive()
+    if dump_classes_to is not None:
+        java_opts += f" -XX:ArchiveClassesAtExit={dump_classes_to} {_QUIET_CDS}"
+    elif archive.is_file():
+        # the classes an earlier JVM loaded, mapped instead of loaded and verified again (a third of a start)
+        java_opts += f" -XX:SharedArchiveFile={archive} {_QUIET_CDS}"
     builder = (
         SparkSession.builder.master(config.spark_master)
         .appName(app_name)
@@ -86,6 +94,83 @@ def _local_builder(config: Config, app_name: str) -> SparkSession.Builder:
         # start Ivy's resolution (a second or two of each run, for an answer that has not changed)
         builder = builder.config("spark.jars.packages", "").config("spark.jars", ",".join(resolved))
     return builder
+
+
+# CDS reports what it cannot archive or map as warnings on the console; it falls back to loading classes itself.
+_QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def class_archive() -> Path:
+    """Where the JVM class archive (CDS) for this Java, PySpark, Delta and set of jars is kept (it exists once
+    `prepare` built it). An archive built for anything else is never used: the name changes with them."""
+    import pyspark
+
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else (shutil.which("java") or "java")
+    try:
+        java = os.path.realpath(java)
+        stamp = os.stat(java).st_mtime_ns
+    except OSError:
+        stamp = 0
+    spark_jars = os.path.dirname(pyspark.__file__)  # where this PySpark's jars are: the archive's class path
+    key = f"{java} {stamp} {spark_jars} {pyspark.__version__} {_delta_version()} {' '.join(_resolved_jars())}"
+    return ivy_home().parent / "cds" / f"spark-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def prepare(config: Config) -> Path | None:
+    """Make later local starts fast, once per machine and version: resolve (download) Delta's jars, then run a
+    small Delta workload in a JVM that archives the classes it loaded when it exits. Returns the archive (None when
+    it could not be built; starts then simply load classes as usual)."""
+    if not _resolved_jars():
+        subprocess.run([sys.executable, "-c", _START_ONCE, config.warehouse], check=True, timeout=1800)
+    target = class_archive()
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.stem}.{os.getpid()}.partial")
+    done = subprocess.run([sys.executable, "-c", _WORKLOAD, config.warehouse, str(partial)], timeout=1800)
+    if done.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
+        partial.unlink(missing_ok=True)
+        return None
+    os.replace(partial, target)
+    return target
+
+
+_START_ONCE = """
+import sys
+from pipelines.config import Config
+from pipelines.session import get_spark
+get_spark(Config(warehouse=sys.argv[1]), "quorumlake-prepare").stop()
+"""
+
+# Creates, merges into and reads the tables of a throw-away warehouse, so the classes of a run are loaded; the JVM
+# is then ended and awaited, because it writes the archive as it exits.
+_WORKLOAD = """
+import sys, tempfile
+from pathlib import Path
+from pyspark import SparkContext
+from pipelines.config import Config
+from pipelines.io import Lakehouse
+from pipelines.session import _local_builder
+from pipelines.tables import ALL_TABLES, PIPELINE_RUNS, SILVER_QUORUM_SNAPSHOTS
+with tempfile.TemporaryDirectory(dir=sys.argv[1] if Path(sys.argv[1]).is_dir() else None) as root:
+    config = Config(warehouse=root)
+    spark = _local_builder(config, "quorumlake-prepare", Path(sys.argv[2])).getOrCreate()
+    lakehouse = Lakehouse(spark, config)
+    lakehouse.ensure_tables(ALL_TABLES)
+    lakehouse.tune_for(0)
+    lakehouse.save_progress("prepare", {"t": 1})
+    runs = lakehouse.read(PIPELINE_RUNS)
+    lakehouse.replace_groups(PIPELINE_RUNS, runs.withColumn("source_version", runs.source_version + 1),
+                             runs.select("consumer"))
+    lakehouse.insert_new(PIPELINE_RUNS, runs)
+    print(lakehouse.progress("prepare"), lakehouse.changes(SILVER_QUORUM_SNAPSHOTS, -1, 0).count())
+    gateway = SparkContext._gateway
+    spark.stop()
+    gateway.shutdown()
+    gateway.proc.stdin.close()
+    gateway.proc.wait(timeout=600)
+"""
 
 
 def _resolution_file() -> Path:
@@ -128,3 +213,10 @@ def _remember_resolution(spark: SparkSession) -> None:
 def quiet(spark: SparkSession) -> None:
     """Keep Spark's console to errors, so CLI output stays readable."""
     spark.sparkContext.setLogLevel("ERROR")
+
+
+if __name__ == "__main__":  # `python -m pipelines.session [WAREHOUSE]`: what scripts/bootstrap.sh runs after install
+    import tempfile
+
+    built = prepare(Config(warehouse=sys.argv[1] if len(sys.argv) > 1 else tempfile.gettempdir()))
+    print(f"Spark prepared (class archive: {built or 'not built'})")

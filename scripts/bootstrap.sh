@@ -2,7 +2,8 @@
 # Create .venv at the repo root and install quorumlake with everything it needs to run and test.
 # Versions are pinned by constraints.txt (pip -c), so a fresh clone installs exactly what CI tested;
 # `--unpinned` resolves from pyproject.toml alone (used by `make constraints` to re-pin after an upgrade).
-# Delta's JVM jars are fetched from Maven Central by the first Spark start and cached (see README).
+# Then Spark is prepared once per machine and version: Delta's JVM jars are fetched from Maven Central and cached,
+# and a JVM class archive is built so that every later Spark start is faster (pipelines/session.py, `prepare`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -29,3 +30,4 @@ pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check "${pins
 "${pip[@]}" "${tooling[@]}"
 # setuptools says, as information only, that an editable install should not be shadowed by same-named folders
 PYTHONWARNINGS="ignore:Editable installation" "${pip[@]}" -e ".[dev]"
+.venv/bin/python -m pipelines.session

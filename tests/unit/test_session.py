@@ -23,3 +23,23 @@ def test_the_remembered_resolution_is_per_pyspark_and_delta_version(tmp_path, mo
     first = session._resolution_file()
     monkeypatch.setattr(session, "_delta_version", lambda: "0.0.0-other")
     assert session._resolution_file() != first and session._resolution_file().parent == tmp_path
+
+
+def test_the_class_archive_is_per_java_and_jars(tmp_path, monkeypatch):
+    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "ivy"))
+    first = session.class_archive()
+    assert first.parent == tmp_path / "cds" and first.suffix == ".jsa"
+    fake_java = tmp_path / "jdk" / "bin" / "java"
+    fake_java.parent.mkdir(parents=True)
+    fake_java.write_text("")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    assert session.class_archive() != first  # another JVM never maps an archive it did not write
+
+
+def test_the_suite_session_starts_with_the_class_archive_when_one_was_prepared(spark):
+    # scripts/bootstrap.sh prepares it before the suite runs (`make test`)
+    arguments = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+                     .getInputArguments())
+    archive = session.class_archive()
+    uses = any(a == f"-XX:SharedArchiveFile={archive}" for a in arguments)
+    assert uses == archive.is_file()
