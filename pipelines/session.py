@@ -55,7 +55,7 @@ def _local_builder(config: Config, app_name: str, dump_classes_to: Path | None =
     archive = class_archive()
     if dump_classes_to is not None:
         java_opts += f" -XX:ArchiveClassesAtExit={dump_classes_to} {_QUIET_CDS}"
-    elif archive.is_file():
+    elif archive.is_file() and os.environ.get("QUORUMLAKE_CLASS_ARCHIVE", "on") != "off":
         # the classes an earlier JVM loaded, mapped instead of loaded and verified again (a third of a start)
         java_opts += f" -XX:SharedArchiveFile={archive} {_QUIET_CDS}"
     builder = (
