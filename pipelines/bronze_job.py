@@ -19,7 +19,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from bronze.raw import build_raw_records
-from pipelines.faults import fail_if, reached
+from pipelines.faults import describe, fail_if, reached
 from pipelines.io import Bounds, Lakehouse
 from pipelines.landing import FileContent, LandingFile, chunks, is_local, list_landing, read_file
 from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
@@ -111,20 +111,11 @@ def _insert_or_isolate(lakehouse: Lakehouse, source: str, contents: list[FileCon
         return
     except Exception as exc:  # whatever the failure, it must cost only the file it came from
         if len(contents) == 1 and retried:
-            failed = FileContent(contents[0].file, None, None, f"could not be ingested: {_one_line(exc)}")
+            failed = FileContent(contents[0].file, None, None, f"could not be ingested: {describe(exc)}")
             insert_records(lakehouse, source, _files_frame(lakehouse, [failed]))
             return
     for content in contents:
         _insert_or_isolate(lakehouse, source, [content], retried=True)
-
-
-def _one_line(exc: BaseException | None) -> str:
-    """The error in one line; for an error from the JVM, the Java exception's own message (Py4J's first line only
-    names the call)."""
-    java = getattr(exc, "java_exception", None)
-    text = str(java.toString()) if java is not None else str(exc)
-    lines = text.strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
 
 
 def _files_frame(lakehouse: Lakehouse, contents: list[FileContent]) -> DataFrame:

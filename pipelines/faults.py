@@ -4,6 +4,8 @@
   killed anywhere leaves tables that the next run completes to exactly what an uninterrupted run makes;
 - `fail_on`: the run raises an error there, as a poison input that no parser anticipated would, to prove that such
   a failure costs the input it came from (quarantined with the error as its reason) and never the run.
+
+`describe` is how such a failure (injected or real) is written into that reason.
 """
 
 from __future__ import annotations
@@ -32,3 +34,12 @@ def fail_if(config: Config, point: str, *names: str) -> None:
         return
     if wanted == point or (wanted.startswith("file:") and point == "bronze" and any(wanted[5:] in n for n in names)):
         raise InjectedFailure(f"injected failure at {wanted} (fail_on)")
+
+
+def describe(exc: BaseException | None) -> str:
+    """The error in one line, with its type; for an error from the JVM, the Java exception's own message (Py4J's
+    first line only names the call)."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.toString()) if java is not None else str(exc)
+    lines = text.strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]

@@ -52,12 +52,12 @@ def _local_builder(config: Config, app_name: str, dump_classes_to: Path | None =
     maven_root = os.environ.get("QUORUMLAKE_MAVEN_REPO", MAVEN_CENTRAL)
     warehouse = Path(config.warehouse).absolute()
     java_opts = f"-Dquorumlake.maven.root={maven_root} -Dderby.system.home={warehouse / '_derby'}"
-    archive = class_archive()
+    resolved = _resolved_jars()
     if dump_classes_to is not None:
         java_opts += f" -XX:ArchiveClassesAtExit={dump_classes_to} {_QUIET_CDS}"
-    elif archive.is_file() and os.environ.get("QUORUMLAKE_CLASS_ARCHIVE", "on") != "off":
+    elif os.environ.get("QUORUMLAKE_CLASS_ARCHIVE", "on") != "off" and class_archive(resolved).is_file():
         # the classes an earlier JVM loaded, mapped instead of loaded and verified again (a third of a start)
-        java_opts += f" -XX:SharedArchiveFile={archive} {_QUIET_CDS}"
+        java_opts += f" -XX:SharedArchiveFile={class_archive(resolved)} {_QUIET_CDS}"
     builder = (
         SparkSession.builder.master(config.spark_master)
         .appName(app_name)
@@ -88,7 +88,6 @@ def _local_builder(config: Config, app_name: str, dump_classes_to: Path | None =
         # find Delta's catalog classes too.
         builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(delta_jars))
     builder = configure_spark_with_delta_pip(builder)
-    resolved = _resolved_jars()
     if resolved:
         # Delta's packages were resolved by an earlier start: their jars are given directly, which spares every
         # start Ivy's resolution (a second or two of each run, for an answer that has not changed)
@@ -100,10 +99,13 @@ def _local_builder(config: Config, app_name: str, dump_classes_to: Path | None =
 _QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def class_archive() -> Path:
-    """Where the JVM class archive (CDS) for this Java, PySpark, Delta and set of jars is kept (it exists once
-    `prepare` built it). An archive built for anything else is never used: the name changes with them."""
+def class_archive(resolved: list[str] | None = None) -> Path:
+    """Where the JVM class archive (CDS) for this Java, PySpark, Delta and set of jars (`resolved`, else the
+    remembered ones) is kept (it exists once `prepare` built it). An archive built for anything else is never used:
+    the name changes with them."""
     import pyspark
+
+    resolved = _resolved_jars() if resolved is None else resolved
 
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else (shutil.which("java") or "java")
@@ -113,7 +115,7 @@ def class_archive() -> Path:
     except OSError:
         stamp = 0
     spark_jars = os.path.dirname(pyspark.__file__)  # where this PySpark's jars are: the archive's class path
-    key = f"{java} {stamp} {spark_jars} {pyspark.__version__} {_delta_version()} {' '.join(_resolved_jars())}"
+    key = f"{java} {stamp} {spark_jars} {pyspark.__version__} {_delta_version()} {' '.join(resolved)}"
     return ivy_home().parent / "cds" / f"spark-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 

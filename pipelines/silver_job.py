@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from expectations.gx_runner import GxValidator
 from expectations.rules import load_suite, rule_params, with_failed_rules
-from pipelines.faults import fail_if, reached
+from pipelines.faults import describe, fail_if, reached
 from pipelines.io import Bounds, Lakehouse
 from pipelines.tables import (
     BRONZE_METRICS_RAW,
@@ -162,28 +162,19 @@ def _process_or_quarantine(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, b
         except Exception as exc:  # whatever the failure, it must cost this batch, not every run
             attempt_pending.discard()
             error = exc
-            progress(f"silver: {flow.bronze.name} batch {batch_id} failed: {_one_line(exc)}")
+            progress(f"silver: {flow.bronze.name} batch {batch_id} failed: {describe(exc)}")
             continue
         stats.merge(attempt_stats)
         pending.rejects += attempt_pending.rejects
         pending.validations += attempt_pending.validations
         return
-    reason = f"the batch could not be processed: {_one_line(error)}"
+    reason = f"the batch could not be processed: {describe(error)}"
     failed = rejected(batch, flow.parse_target.name, ["batch_processable"], F.lit(reason)).withColumn(
         "quarantined_at", F.lit(lakehouse.config.run_at).cast("timestamp")).persist()
     count = failed.count()
     pending.rejects.append(failed)
     stats.add(flow.parse_target.name, quarantined=count)
     progress(f"silver: {flow.bronze.name} batch {batch_id}: {count} records quarantined (rule batch_processable)")
-
-
-def _one_line(exc: BaseException | None) -> str:
-    """The error in one line; for an error from the JVM, the Java exception's own message (Py4J's first line only
-    names the call)."""
-    java = getattr(exc, "java_exception", None)
-    text = str(java.toString()) if java is not None else str(exc)
-    lines = text.strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
 
 
 def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: str, validator: GxValidator,

@@ -21,7 +21,7 @@ import pytest
 
 from bronze.raw import MAX_DECOMPRESSED_BYTES
 from pipelines.run import run_pipeline
-from pipelines.tables import ALL_TABLES
+from pipelines.tables import ALL_TABLES, by_name
 
 DATA = Path(__file__).parents[1] / "data" / "landing"
 GOOD_QUORUM = json.loads((DATA / "quorum" / "date=2024-10-27" / "describe-quorum.jsonl").read_text().splitlines()[1])
@@ -184,7 +184,7 @@ def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, ho
     first = _contents(spark, lakehouse)
 
     def table(name):
-        return spark.read.format("delta").load(lakehouse.table_path(next(s for s in ALL_TABLES if s.name == name)))
+        return spark.read.format("delta").load(lakehouse.table_path(by_name(name)))
 
     bronze = {}
     for name in ("bronze.quorum_raw", "bronze.metrics_raw", "bronze.partitions_raw"):
@@ -258,14 +258,16 @@ def small_zone(tmp_path) -> Path:
     return root
 
 
+def _table(spark, lakehouse, name: str) -> list:
+    return spark.read.format("delta").load(lakehouse.table_path(by_name(name))).collect()
+
+
 def _silver_clusters(spark, lakehouse) -> set[str]:
-    spec = next(s for s in ALL_TABLES if s.name == "silver.quorum_snapshots")
-    return {r["cluster_id"] for r in spark.read.format("delta").load(lakehouse.table_path(spec)).collect()}
+    return {r["cluster_id"] for r in _table(spark, lakehouse, "silver.quorum_snapshots")}
 
 
 def _bronze_rows(spark, lakehouse) -> list:
-    spec = next(s for s in ALL_TABLES if s.name == "bronze.quorum_raw")
-    return spark.read.format("delta").load(lakehouse.table_path(spec)).collect()
+    return _table(spark, lakehouse, "bronze.quorum_raw")
 
 
 def test_a_dangling_symlink_is_a_parse_error_and_the_run_goes_on(spark, small_zone, make_lakehouse):
@@ -326,12 +328,7 @@ def test_a_file_larger_than_the_configured_limit_is_a_parse_error(spark, small_z
     assert "fs-good" in _silver_clusters(spark, lakehouse)
 
 
-
 # --- failures no parser foresaw (injected with the `fail_on` testing hook) ------------------------------------------
-
-def _table(spark, lakehouse, name: str) -> list:
-    spec = next(s for s in ALL_TABLES if s.name == name)
-    return spark.read.format("delta").load(lakehouse.table_path(spec)).collect()
 
 
 def test_a_file_whose_ingestion_fails_costs_that_file_not_the_run(spark, small_zone, make_lakehouse):
