@@ -244,11 +244,16 @@ def _split_into_records(files: DataFrame) -> DataFrame:
         no_bytes.alias("raw"),
         F.when(undecodable, F.base64(F.col("content"))).alias("b64"),
     ))
-    records = F.when(as_text, text_lines).when(as_bytes, F.coalesce(byte_lines, whole_file)).otherwise(whole_file)
     # Everything that needs the file's bytes is inside the generator, evaluated once per file: the record rows
     # carry only the small per-file columns (carrying the file along would copy it once per line).
     small = [c for c in files.columns if c not in ("content", "data", "text")]
-    exploded = files.select(*small, F.explode(records).alias("_record"))
+    # Only files split as bytes (rare) go through the Python UDF: its evaluation queues every input row, whole file
+    # included, in the JVM while Python works, which for a chunk of ordinary files cost memory for nothing.
+    plain = files.where(~F.coalesce(as_bytes, F.lit(False))).select(
+        *small, F.explode(F.when(as_text, text_lines).otherwise(whole_file)).alias("_record"))
+    as_lines = files.where(F.coalesce(as_bytes, F.lit(False))).select(
+        *small, F.explode(F.coalesce(byte_lines, whole_file)).alias("_record"))
+    exploded = plain.unionByName(as_lines)
     split = F.col("_record.pos").isNotNull()
     return exploded.select(
         *small,

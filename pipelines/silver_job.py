@@ -99,16 +99,15 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
         after, upto = done.get(flow.bronze.name, -1), lakehouse.version(flow.bronze)
         if upto == after:
             continue
-        batch = lakehouse.changes(flow.bronze, after, upto).where(F.col("_change_type") == "insert").persist()
-        try:
-            if not batch.isEmpty():
-                progress(f"silver: {flow.bronze.name} v{after + 1}..{upto} -> "
-                         f"{', '.join(o.name for o in flow.outputs)}")
-                validator = validator or GxValidator()
-                _process_or_quarantine(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats, pending,
-                                       progress)
-        finally:
-            batch.unpersist()
+        # Not cached: the batch holds every new record's payload (a backfill's is all of bronze), and what is read
+        # from it (its keys, its few unreadable records) is read column-pruned; the payloads are read once, by key.
+        batch = lakehouse.changes(flow.bronze, after, upto).where(F.col("_change_type") == "insert")
+        if not batch.isEmpty():
+            progress(f"silver: {flow.bronze.name} v{after + 1}..{upto} -> "
+                     f"{', '.join(o.name for o in flow.outputs)}")
+            validator = validator or GxValidator()
+            _process_or_quarantine(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats, pending,
+                                   progress)
         reached_versions[flow.bronze.name] = upto
         reached(lakehouse.config, f"silver:flow:{flow.bronze.name}")
     pending.write(lakehouse)

@@ -64,3 +64,15 @@ def row_failures(rows: DataFrame, target_table: str) -> DataFrame:
 
 def _optional(rows: DataFrame, name: str) -> Column:
     return F.col(name) if name in rows.columns else F.lit(None)
+
+
+def parsed_once(rows: DataFrame, **columns: Column) -> DataFrame:
+    """`rows` with the given (expensive) columns added, each computed exactly once per row.
+
+    Spark's optimizer copies a column's expression into every filter and projection that uses it (pushing a filter
+    below the projection that computed the column), and a higher-order function re-evaluates its arguments per
+    call: a `from_json` used by a dozen checks was parsed a dozen times per record (154 copies in one plan). A
+    generator's output is a barrier to both, so the columns come out of a one-row `inline`."""
+    names = list(columns)
+    return rows.select("*", F.inline(F.array(F.struct(*[c.alias(n) for n, c in columns.items()])))).toDF(
+        *rows.columns, *names)

@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from silver.common import latest_per_key, quarantine_rows
+from silver.common import latest_per_key, parsed_once, quarantine_rows
 from silver.prometheus_text import canonical_from_mbean, canonical_metric, node_role, parse_exposition
 from silver.udf_guard import guarded, out_of_range
 
@@ -97,7 +97,7 @@ def build_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
     readable = bronze.where(F.col("parse_error").isNull()).withColumnRenamed("collected_at", "scraped_at")
     base = ["cluster_id", "node_id", "scraped_at", "record_id", "source_file", "ingested_at"]
 
-    scrapes = readable.where(F.col("format") == "prometheus_text").withColumn("_s", _scrape_udf("payload"))
+    scrapes = parsed_once(readable.where(F.col("format") == "prometheus_text"), _s=_scrape_udf("payload"))
     prom = scrapes.select(*base, F.lit("prometheus").alias("source"), F.explode("_s.samples").alias("_x")).select(
         *base, "source", *[F.col(f"_x.{c}").alias(c) for c in ("metric", "topic", "partition", "value",
                                                              "source_name", "state", "line_number")],
@@ -112,10 +112,10 @@ def build_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
                            F.col("_e.line").alias("line"))),
     )
 
-    jmx_parsed = readable.where(F.col("format") == "jmx_json").select(
-        *base, "payload", F.lit("jmx").alias("source"),
-        F.from_json("payload", "mbean STRING, attribute STRING, value DOUBLE").alias("_j"),
-    ).withColumn("_m", _mbean_udf(F.col("_j.mbean"), F.col("_j.attribute")))
+    jmx_json = parsed_once(readable.where(F.col("format") == "jmx_json").select(*base, "payload"),
+                           _j=F.from_json("payload", "mbean STRING, attribute STRING, value DOUBLE"))
+    jmx_parsed = parsed_once(jmx_json.withColumn("source", F.lit("jmx")),
+                             _m=_mbean_udf(F.col("_j.mbean"), F.col("_j.attribute")))
     jmx_error = F.coalesce(F.col("_m.error"), F.when(F.col("_m.metric").isNull(), F.lit("no metric name")))
     rejected_jmx = quarantine_rows(
         jmx_parsed.where(jmx_error.isNotNull()), "silver.node_metrics", F.array(F.lit("jmx_sample_maps")),

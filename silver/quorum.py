@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 
 from bronze.raw import MAX_EPOCH_MS, MIN_EPOCH_MS, epoch_ms_to_timestamp
 from silver.cli_text import CaptureError, parse_replication, parse_status
-from silver.common import latest_per_key, rejected
+from silver.common import latest_per_key, parsed_once, rejected
 from silver.udf_guard import guarded
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -76,8 +76,8 @@ def build_quorum_snapshots(bronze: DataFrame) -> tuple[DataFrame, DataFrame, Dat
 # --- DescribeQuorum JSON ---------------------------------------------------------------------------------------------
 
 def _from_admin(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
-    typed = records.withColumn("_r", F.from_json("payload", RESPONSE_SCHEMA).getField("response")).withColumn(
-        "_raw", F.from_json("payload", RAW_RESPONSE_SCHEMA).getField("response"))
+    typed = parsed_once(records, _r=F.from_json("payload", RESPONSE_SCHEMA).getField("response"),
+                        _raw=F.from_json("payload", RAW_RESPONSE_SCHEMA).getField("response"))
     unusable = typed.withColumn("_range_error", _range_errors(F.col("_r"), F.col("_raw")))
     out_of_range = rejected(
         unusable.where(F.col("_range_error").isNotNull()), "silver.quorum_snapshots", ["values_in_range"],
@@ -320,8 +320,8 @@ def _from_cli(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.first(F.when(~is_rep, F.col("source_file")), ignorenulls=True).alias("_status_file"),
         F.collect_list(F.to_json(F.struct("record_id", "format", "source_file", "payload"))).alias("_records"),
     )
-    parsed = pairs.withColumn(
-        "_s", _cli_snapshot_udf("_replication", "_status", F.unix_millis("collected_at"))
+    parsed = parsed_once(
+        pairs, _s=_cli_snapshot_udf("_replication", "_status", F.unix_millis("collected_at"))
     ).withColumn("_winner", F.concat_ws("+", F.coalesce("_rep_record", F.lit("")), F.coalesce("_status_record", F.lit(""))))
     bad = parsed.where(F.col("_s.error").isNotNull()).select(
         F.concat_ws("+", "_rep_record", "_status_record").alias("record_id"),
