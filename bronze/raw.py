@@ -223,7 +223,7 @@ def _split_into_records(files: DataFrame) -> DataFrame:
     )
     has_text = F.col("data").isNotNull() & (F.length("data") > 0)
     as_text = F.col("per_line") & has_text & F.col("is_utf8")
-    as_bytes = F.col("per_line") & has_text & ~F.col("is_utf8") & ~F.col("has_nul")
+    as_bytes = F.coalesce(F.col("per_line") & has_text & ~F.col("is_utf8") & ~F.col("has_nul"), F.lit(False))
     text = F.regexp_replace(F.col("text"), "^\uFEFF", "")
     lines = F.split(text, "\n", -1)
     lines = F.when(text.endswith("\n"), F.slice(lines, 1, F.size(lines) - 1)).otherwise(lines)
@@ -232,8 +232,7 @@ def _split_into_records(files: DataFrame) -> DataFrame:
     text_lines = F.transform(lines, lambda line, i: F.struct(
         (i + 1).alias("pos"), F.regexp_replace(line, "\r$", "").alias("line"), no_bytes.alias("raw"),
         no_text.alias("b64")))
-    # (only files split as bytes are sent to Python: a UDF's argument is computed for every row)
-    byte_lines = F.transform(_split_lines_udf(F.when(as_bytes, F.col("data"))), lambda r: F.struct(
+    byte_lines = F.transform(_split_lines_udf(F.col("data")), lambda r: F.struct(
         r["pos"].alias("pos"), r["line"].alias("line"), r["raw"].alias("raw"), F.base64(r["raw"]).alias("b64")))
     # a whole-file record: its text, or for bytes that are not text, their repaired text and base64
     undecodable = F.col("data").isNull() | ~F.coalesce(F.col("is_utf8"), F.lit(False))
@@ -249,9 +248,9 @@ def _split_into_records(files: DataFrame) -> DataFrame:
     small = [c for c in files.columns if c not in ("content", "data", "text")]
     # Only files split as bytes (rare) go through the Python UDF: its evaluation queues every input row, whole file
     # included, in the JVM while Python works, which for a chunk of ordinary files cost memory for nothing.
-    plain = files.where(~F.coalesce(as_bytes, F.lit(False))).select(
+    plain = files.where(~as_bytes).select(
         *small, F.explode(F.when(as_text, text_lines).otherwise(whole_file)).alias("_record"))
-    as_lines = files.where(F.coalesce(as_bytes, F.lit(False))).select(
+    as_lines = files.where(as_bytes).select(
         *small, F.explode(F.coalesce(byte_lines, whole_file)).alias("_record"))
     exploded = plain.unionByName(as_lines)
     split = F.col("_record.pos").isNotNull()

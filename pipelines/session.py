@@ -53,11 +53,12 @@ def _local_builder(config: Config, app_name: str, dump_classes_to: Path | None =
     warehouse = Path(config.warehouse).absolute()
     java_opts = f"-Dquorumlake.maven.root={maven_root} -Dderby.system.home={warehouse / '_derby'}"
     resolved = _resolved_jars()
+    archive = class_archive(resolved)
     if dump_classes_to is not None:
         java_opts += f" -XX:ArchiveClassesAtExit={dump_classes_to} {_QUIET_CDS}"
-    elif os.environ.get("QUORUMLAKE_CLASS_ARCHIVE", "on") != "off" and class_archive(resolved).is_file():
+    elif os.environ.get("QUORUMLAKE_CLASS_ARCHIVE", "on") != "off" and archive.is_file():
         # the classes an earlier JVM loaded, mapped instead of loaded and verified again (a third of a start)
-        java_opts += f" -XX:SharedArchiveFile={class_archive(resolved)} {_QUIET_CDS}"
+        java_opts += f" -XX:SharedArchiveFile={archive} {_QUIET_CDS}"
     builder = (
         SparkSession.builder.master(config.spark_master)
         .appName(app_name)
@@ -106,7 +107,6 @@ def class_archive(resolved: list[str] | None = None) -> Path:
     import pyspark
 
     resolved = _resolved_jars() if resolved is None else resolved
-
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else (shutil.which("java") or "java")
     try:
