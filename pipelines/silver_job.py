@@ -41,9 +41,9 @@ from pipelines.tables import (
     TableSpec,
 )
 from silver.common import rejected, row_failures
-from silver.metrics import build_node_metrics
-from silver.partitions import build_partition_states
-from silver.quorum import build_quorum_snapshots
+from silver.metrics import parse_node_metrics, split_node_metrics
+from silver.partitions import parse_partition_states, split_partition_states
+from silver.quorum import parse_quorum, split_quorum
 
 
 @dataclass(frozen=True)
@@ -54,18 +54,22 @@ class Flow:
     parse_target: TableSpec  # where a record that bronze could not read is quarantined
     bronze_keys: tuple[str, ...]  # the key group, in bronze column names
     outputs: tuple[TableSpec, ...]
-    build: Callable[[DataFrame, Lakehouse], tuple[DataFrame, ...]]  # candidates -> (*outputs, rejected)
+    # candidates -> parsed frames (the expensive half, cached so that every output reads them once);
+    # parsed frames -> (*outputs, rejected)
+    parse: Callable[[DataFrame, Lakehouse], tuple[DataFrame, ...]]
+    split: Callable[..., tuple[DataFrame, ...]]
     silver_keys: tuple[str, ...] = field(default=())  # the key group in silver column names, if renamed
 
 
 FLOWS = (
     Flow(BRONZE_QUORUM_RAW, SILVER_QUORUM_SNAPSHOTS, ("cluster_id", "collected_at"),
-         (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES), lambda df, lh: build_quorum_snapshots(df)),
+         (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES), lambda df, lh: parse_quorum(df), split_quorum),
     Flow(BRONZE_PARTITIONS_RAW, SILVER_PARTITION_STATES, ("cluster_id", "collected_at"),
          (SILVER_PARTITION_STATES,),
-         lambda df, lh: build_partition_states(df, lh.config.default_min_isr)),
+         lambda df, lh: parse_partition_states(df, lh.config.default_min_isr), split_partition_states),
     Flow(BRONZE_METRICS_RAW, SILVER_NODE_METRICS, ("cluster_id", "node_id", "collected_at"),
-         (SILVER_NODE_METRICS,), lambda df, lh: build_node_metrics(df), ("cluster_id", "node_id", "scraped_at")),
+         (SILVER_NODE_METRICS,), lambda df, lh: parse_node_metrics(df), split_node_metrics,
+         ("cluster_id", "node_id", "scraped_at")),
 )
 
 
@@ -186,7 +190,10 @@ def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: 
     keys = batch.where(F.col("parse_error").isNull()).select(*flow.bronze_keys).distinct().persist()
     bounds = Bounds.of(keys, "collected_at")
     candidates = _candidates(lakehouse, flow, keys, bounds)
-    built = [df.persist(StorageLevel.MEMORY_AND_DISK) for df in flow.build(candidates, lakehouse)]
+    # Parsed once per batch, on disk (they carry the records' payloads, for quarantine); every output and the
+    # rejects are built from them. The outputs are cached too: each is read by data quality, by GX and by the MERGE.
+    parsed = [df.persist(StorageLevel.DISK_ONLY) for df in flow.parse(candidates, lakehouse)]
+    built = [df.persist(StorageLevel.MEMORY_AND_DISK) for df in flow.split(*parsed)]
     *outputs, rejects = built
     params = rule_params(config.run_at, config.future_skew_ms)
     quarantine = [unreadable, rejects]
@@ -227,7 +234,7 @@ def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: 
         all_rejects.unpersist()
     for row in per_table:
         stats.add(row["target_table"], quarantined=row["count"])
-    for df in built:
+    for df in (*built, *parsed):
         df.unpersist()
     keys.unpersist()
 

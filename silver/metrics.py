@@ -94,10 +94,29 @@ def build_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
     Needs record_id, format, cluster_id, node_id, collected_at, payload, source_file, ingested_at, parse_error.
     All records of a scrape (cluster, node, time) must be in the input: the node's role is decided per scrape.
     """
-    readable = bronze.where(F.col("parse_error").isNull()).withColumnRenamed("collected_at", "scraped_at")
-    base = ["cluster_id", "node_id", "scraped_at", "record_id", "source_file", "ingested_at"]
+    return split_node_metrics(*parse_node_metrics(bronze))
 
-    scrapes = parsed_once(readable.where(F.col("format") == "prometheus_text"), _s=_scrape_udf("payload"))
+
+_BASE = ["cluster_id", "node_id", "scraped_at", "record_id", "source_file", "ingested_at"]
+
+
+def parse_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The expensive half of `build_node_metrics`: (Prometheus scrapes with `_s`, their samples and unreadable
+    lines; JMX samples with `_j`, the sample, and `_m`, its mapping). Both the table and the rejects read them, so
+    a caller that builds both caches these instead of parsing every scrape twice."""
+    readable = bronze.where(F.col("parse_error").isNull()).withColumnRenamed("collected_at", "scraped_at")
+    scrapes = parsed_once(readable.where(F.col("format") == "prometheus_text").select(*_BASE, "payload"),
+                          _s=_scrape_udf("payload")).drop("payload")
+    jmx_json = parsed_once(readable.where(F.col("format") == "jmx_json").select(*_BASE, "payload"),
+                           _j=F.from_json("payload", "mbean STRING, attribute STRING, value DOUBLE"))
+    jmx_parsed = parsed_once(jmx_json.withColumn("source", F.lit("jmx")),
+                             _m=_mbean_udf(F.col("_j.mbean"), F.col("_j.attribute")))
+    return scrapes, jmx_parsed
+
+
+def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(node metrics, rejected sample lines) from `parse_node_metrics`' two parsed frames."""
+    base = _BASE
     prom = scrapes.select(*base, F.lit("prometheus").alias("source"), F.explode("_s.samples").alias("_x")).select(
         *base, "source", *[F.col(f"_x.{c}").alias(c) for c in ("metric", "topic", "partition", "value",
                                                              "source_name", "state", "line_number")],
@@ -112,10 +131,6 @@ def build_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
                            F.col("_e.line").alias("line"))),
     )
 
-    jmx_json = parsed_once(readable.where(F.col("format") == "jmx_json").select(*base, "payload"),
-                           _j=F.from_json("payload", "mbean STRING, attribute STRING, value DOUBLE"))
-    jmx_parsed = parsed_once(jmx_json.withColumn("source", F.lit("jmx")),
-                             _m=_mbean_udf(F.col("_j.mbean"), F.col("_j.attribute")))
     jmx_error = F.coalesce(F.col("_m.error"), F.when(F.col("_m.metric").isNull(), F.lit("no metric name")))
     rejected_jmx = quarantine_rows(
         jmx_parsed.where(jmx_error.isNotNull()), "silver.node_metrics", F.array(F.lit("jmx_sample_maps")),

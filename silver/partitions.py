@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from silver.cli_text import CaptureError, parse_topics
-from silver.common import latest_per_key, rejected
+from silver.common import latest_per_key, parsed_once, rejected
 from silver.udf_guard import guarded
 
 PARTITION_COLUMNS = [
@@ -29,6 +29,12 @@ def build_partition_states(bronze: DataFrame, default_min_isr: int = 1) -> tuple
     Needs record_id, format, cluster_id, collected_at, payload, source_file, ingested_at, parse_error. All records
     of a snapshot must be in the input; a partition seen in several records keeps the later-ingested one.
     """
+    return split_partition_states(*parse_partition_states(bronze, default_min_isr))
+
+
+def parse_partition_states(bronze: DataFrame, default_min_isr: int = 1) -> tuple[DataFrame, DataFrame]:
+    """The expensive half of `build_partition_states`: (partition rows of the JSON records, typed; CLI captures
+    with `_parsed`, their partitions or the reason they cannot be read)."""
     readable = bronze.where(F.col("parse_error").isNull())
     from_json = readable.where(F.col("format") == "partition_json").select(
         "cluster_id", "collected_at", "record_id", "source_file", "ingested_at",
@@ -37,9 +43,13 @@ def build_partition_states(bronze: DataFrame, default_min_isr: int = 1) -> tuple
                                                          "adding_replicas", "removing_replicas", "elr")],
              F.when(F.col("_p.leader") != -1, F.col("_p.leader")).alias("leader_id")).drop("_p")
 
-    captures = readable.where(F.col("format") == "kafka_topics_cli").withColumn(
-        "_parsed", _topics_udf("payload", F.lit(default_min_isr))
-    )
+    captures = parsed_once(readable.where(F.col("format") == "kafka_topics_cli"),
+                           _parsed=_topics_udf("payload", F.lit(default_min_isr)))
+    return from_json, captures
+
+
+def split_partition_states(from_json: DataFrame, captures: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(partition states, rejected records) from `parse_partition_states`' two parsed frames."""
     bad = rejected(captures.where(F.col("_parsed.error").isNotNull()), "silver.partition_states",
                    ["topics_capture_parses"], F.col("_parsed.error"))
     from_cli = captures.where(F.col("_parsed.error").isNull()).select(

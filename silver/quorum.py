@@ -57,9 +57,21 @@ def build_quorum_snapshots(bronze: DataFrame) -> tuple[DataFrame, DataFrame, Dat
     ingested_at. All records of a snapshot key must be in the input (the caller reads them together), so the
     result does not depend on how records were batched: duplicates of a key keep the later-ingested record.
     """
+    return split_quorum(*parse_quorum(bronze))
+
+
+def parse_quorum(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The expensive half of `build_quorum_snapshots`: (DescribeQuorum records with their parsed response,
+    CLI snapshots with their parsed captures). Each of the three outputs reads them, so a caller that builds all
+    three caches these two instead of parsing every record three times."""
     readable = bronze.where(F.col("parse_error").isNull())
     admin = readable.where(F.col("format") == "describe_quorum_json")
     cli = readable.where(F.col("format").isin("quorum_cli_replication", "quorum_cli_status"))
+    return _parse_admin(admin), _parse_cli(cli)
+
+
+def split_quorum(admin: DataFrame, cli: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(snapshots, replica states, rejected records) from `parse_quorum`'s two parsed frames."""
     admin_snap, admin_rep, admin_rej = _from_admin(admin)
     cli_snap, cli_rep, cli_rej = _from_cli(cli)
     snapshots = admin_snap.unionByName(cli_snap)
@@ -75,15 +87,19 @@ def build_quorum_snapshots(bronze: DataFrame) -> tuple[DataFrame, DataFrame, Dat
 
 # --- DescribeQuorum JSON ---------------------------------------------------------------------------------------------
 
-def _from_admin(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+def _parse_admin(records: DataFrame) -> DataFrame:
+    """The records with `_r`, the typed response, and `_range_error`, why its numbers are unusable (or NULL)."""
     typed = parsed_once(records, _r=F.from_json("payload", RESPONSE_SCHEMA).getField("response"),
                         _raw=F.from_json("payload", RAW_RESPONSE_SCHEMA).getField("response"))
-    unusable = typed.withColumn("_range_error", _range_errors(F.col("_r"), F.col("_raw")))
+    return parsed_once(typed, _range_error=_range_errors(F.col("_r"), F.col("_raw"))).drop("_raw")
+
+
+def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     out_of_range = rejected(
         unusable.where(F.col("_range_error").isNotNull()), "silver.quorum_snapshots", ["values_in_range"],
         F.col("_range_error"),
     )
-    parsed = unusable.where(F.col("_range_error").isNull()).drop("_raw", "_range_error")
+    parsed = unusable.where(F.col("_range_error").isNull()).drop("_range_error")
     topics = F.col("_r.topics")
     top_error = F.coalesce(F.col("_r.errorCode"), F.lit(0))
     # A top-level error response carries no topics at all (DescribeQuorumResponse.getTopLevelErrorResponse).
@@ -307,7 +323,9 @@ _cli_snapshot_udf = F.udf(guarded(cli_snapshot, _CLI_SNAPSHOT, lambda reason: {"
                           useArrow=True)
 
 
-def _from_cli(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+def _parse_cli(records: DataFrame) -> DataFrame:
+    """One row per CLI snapshot (cluster, capture time): its `--replication` and `--status` captures paired, and
+    `_s`, what they say."""
     latest = latest_per_key(records, ["cluster_id", "collected_at", "format"], order=["ingested_at", "record_id"])
     is_rep = F.col("format") == "quorum_cli_replication"
     pairs = latest.groupBy("cluster_id", "collected_at").agg(
@@ -323,6 +341,10 @@ def _from_cli(records: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     parsed = parsed_once(
         pairs, _s=_cli_snapshot_udf("_replication", "_status", F.unix_millis("collected_at"))
     ).withColumn("_winner", F.concat_ws("+", F.coalesce("_rep_record", F.lit("")), F.coalesce("_status_record", F.lit(""))))
+    return parsed
+
+
+def _from_cli(parsed: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     bad = parsed.where(F.col("_s.error").isNotNull()).select(
         F.concat_ws("+", "_rep_record", "_status_record").alias("record_id"),
         F.concat_ws(" + ", "_rep_file", "_status_file").alias("source_file"),
