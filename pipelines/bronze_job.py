@@ -23,6 +23,7 @@ from bronze.raw import build_raw_records
 from pipelines.faults import describe, fail_if, reached
 from pipelines.io import Bounds, Lakehouse
 from pipelines.landing import FileContent, LandingFile, chunks, is_local, list_landing, read_file
+from pipelines.session import on_databricks
 from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 
 Progress = Callable[[str], None]
@@ -43,6 +44,7 @@ def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
     config = lakehouse.config
     if config.ingest_mode == "autoloader" or not is_local(config.landing):
         return _run_streams(lakehouse, progress)
+    lakehouse.unstage()  # what a killed run left
     listing = list_landing(config.landing, BRONZE_SOURCES)
     fingerprint = _fingerprint(listing)
     touched: set[str] = set()
@@ -114,20 +116,21 @@ def _insert_or_isolate(lakehouse: Lakehouse, source: str, contents: list[FileCon
     is ingested like any changed file)."""
     try:
         fail_if(lakehouse.config, "bronze", *(c.file.path for c in contents))
-        insert_records(lakehouse, source, _files_frame(lakehouse, contents))
+        _insert_files(lakehouse, source, contents)
         return
     except Exception as exc:  # whatever the failure, it must cost only the file it came from
         if len(contents) == 1 and retried:
             failed = FileContent(contents[0].file, None, None, f"could not be ingested: {describe(exc)}")
-            insert_records(lakehouse, source, _files_frame(lakehouse, [failed]))
+            _insert_files(lakehouse, source, [failed])
             return
     for content in contents:
         _insert_or_isolate(lakehouse, source, [content], retried=True)
 
 
-def _files_frame(lakehouse: Lakehouse, contents: list[FileContent]) -> DataFrame:
-    """Files already read on the driver, as the binary-file rows `build_raw_records` takes."""
-    return lakehouse.spark.createDataFrame(pa.table({
+def _insert_files(lakehouse: Lakehouse, source: str, contents: list[FileContent]) -> None:
+    """Insert the records of files already read on the driver. Locally they reach Spark as scratch Parquet files
+    (tasks stream them; a chunk is not held in the driver's JVM heap); elsewhere as an in-memory frame."""
+    files = pa.table({
         "path": [c.file.path for c in contents],
         "modificationTime": pa.array([c.file.modified_at for c in contents], pa.timestamp("us", tz="UTC")),
         "length": pa.array([c.file.size for c in contents], pa.int64()),
@@ -135,7 +138,15 @@ def _files_frame(lakehouse: Lakehouse, contents: list[FileContent]) -> DataFrame
         # plain files: their content is their data, not sent twice
         "data": pa.array([c.data if c.file.path.lower().endswith(".gz") else None for c in contents], pa.binary()),
         "read_error": pa.array([c.error for c in contents], pa.string()),
-    }), _FILES_SCHEMA)
+    })
+    if on_databricks() or not lakehouse.config.spark_master.startswith("local"):
+        insert_records(lakehouse, source, lakehouse.spark.createDataFrame(files, _FILES_SCHEMA))
+        return
+    name = f"bronze-{source}"
+    try:
+        insert_records(lakehouse, source, lakehouse.staged(files, _FILES_SCHEMA, name))
+    finally:
+        lakehouse.unstage(name)
 
 
 def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:

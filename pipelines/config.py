@@ -37,10 +37,10 @@ class Config:
     # `files`: Spark's open-source file source; `autoloader`: Databricks' cloudFiles. Same code path otherwise.
     ingest_mode: str = "files"
     max_files_per_trigger: int = 1000
-    # Bronze reads new landing files in chunks of at most this many bytes (one insert per bronze table per chunk).
-    # 16 MiB: with Spark's default 1 GB driver heap, 64 MiB chunks holding day-long JSON Lines files (15-18 MB
-    # each, parsed as one value each) ran out of heap on the benchmark's medium fleet.
-    bronze_chunk_bytes: int = 16 * 1024 * 1024
+    # Bronze reads new landing files in chunks of at most this many bytes (one insert per bronze table per chunk,
+    # each a fixed cost of plans, jobs and commits). Locally a chunk reaches Spark as scratch Parquet files that
+    # tasks stream, so its size is bounded by the driver's Python memory (~3x the chunk), not by the JVM heap.
+    bronze_chunk_bytes: int = 128 * 1024 * 1024
     # A landing file larger than this, or a .gz that decompresses to more, is not read: its record gets a
     # parse_error saying so (a whole file becomes one Spark value, which must fit in memory).
     max_file_bytes: int = 256 * 1024 * 1024

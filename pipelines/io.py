@@ -11,12 +11,16 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -363,6 +367,38 @@ class Lakehouse:
             .start()
         )
         query.awaitTermination()
+
+    def staged(self, table: pa.Table, schema: str, name: str, group_bytes: int = 8 * 1024 * 1024) -> DataFrame:
+        """`table` (rows the driver read, e.g. landing files) as a DataFrame that Spark reads from scratch Parquet
+        files of about `group_bytes` each: tasks stream them a few MB at a time. Handed over in memory instead, the
+        rows are one local relation in the driver's JVM heap, shipped inside every task of every query over them
+        (a 40 MB task per stage), which caps how much a run can hand over at once. Local sessions only (the files
+        are on the driver's disk); `unstage(name)` deletes them once the queries over them are done."""
+        folder = Path(self.staging(name))
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        weights = [0] * table.num_rows
+        for column in table.columns:
+            if pa.types.is_binary(column.type) or pa.types.is_string(column.type):
+                lengths = pc.fill_null(pc.binary_length(column), 0).to_pylist()
+                weights = [w + n for w, n in zip(weights, lengths)]
+        start, size, part = 0, 0, 0
+        for row, weight in enumerate([*weights, None]):
+            if weight is None or (row > start and size + weight > group_bytes):
+                if row > start:
+                    pq.write_table(table.slice(start, row - start), folder / f"part-{part:05d}.parquet",
+                                   compression="none")
+                    part += 1
+                start, size = row, 0
+            size += weight or 0
+        return self.spark.read.schema(schema).parquet(str(folder))
+
+    def staging(self, name: str) -> str:
+        return str(Path(_absolute(self.config.checkpoints)) / "_staging" / name)
+
+    def unstage(self, name: str | None = None) -> None:
+        """Delete one staged table's files, or (no name) every staged file left by a run that was killed."""
+        shutil.rmtree(self.staging(name) if name else Path(self.staging("x")).parent, ignore_errors=True)
 
     def reset_landing_checkpoints(self) -> None:
         """Auto Loader's record of ingested files, removed so that bronze reads the landing zone again."""

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from chispa import assert_df_equality
 
 from pipelines.io import Bounds, Lakehouse
@@ -64,3 +67,24 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
     finally:
         lakehouse.rebuilding = False
         lakehouse.tune_for(0)  # the test session's engine
+
+
+def test_staged_rows_come_back_whole_in_parquet_files_of_bounded_size_and_are_removed(spark, make_lakehouse,
+                                                                                      tmp_path):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    sizes = [5, 40, 0, 7, 90, 3, 3]
+    files = pa.table({
+        "path": [f"/l/{i}.jsonl" for i in range(len(sizes))],
+        "content": pa.array([b"x" * n if n else None for n in sizes], pa.binary()),
+        "at": pa.array([T0] * len(sizes), pa.timestamp("us", tz="UTC")),
+    })
+    schema = "path STRING, content BINARY, at TIMESTAMP"
+    staged = lakehouse.staged(files, schema, "t", group_bytes=60)
+    expected = spark.createDataFrame([(f"/l/{i}.jsonl", b"x" * n if n else None, T0) for i, n in enumerate(sizes)],
+                                     schema)
+    assert_df_equality(staged, expected, ignore_row_order=True, ignore_nullable=True)
+    # row weights (path + content bytes) 15 50 10 17 100 13 13: files of at most 60 bytes, a larger row alone
+    parts = sorted(Path(lakehouse.staging("t")).glob("*.parquet"))
+    assert [pq.read_table(p).num_rows for p in parts] == [1, 2, 1, 1, 2]
+    lakehouse.unstage("t")
+    assert not Path(lakehouse.staging("t")).exists()
