@@ -46,7 +46,14 @@ def build_metadata_offset_divergence(metrics: DataFrame, tolerance_ms: int) -> D
         F.col("_committed").alias("controller_last_committed_offset"),
     )
     distance = F.abs(F.unix_millis("scraped_at") - F.unix_millis("controller_scraped_at"))
-    pairs = scrapes.join(controllers, "cluster_id", "left").where(
+    # Paired within time buckets as wide as the tolerance (a scrape with its own and both neighbouring buckets), so
+    # each scrape meets only the controller scrapes near it: a join on the cluster alone paired every scrape with
+    # every controller scrape of its cluster, which grows with the square of the history a batch spans.
+    width = max(tolerance_ms, 1)
+    bucket = F.floor(F.unix_millis("scraped_at") / width)
+    near = scrapes.select("*", F.explode(F.array(bucket - 1, bucket, bucket + 1)).alias("_bucket"))
+    candidates = controllers.withColumn("_bucket", F.floor(F.unix_millis("controller_scraped_at") / width))
+    pairs = near.join(candidates, ["cluster_id", "_bucket"], "left").drop("_bucket").where(
         F.col("controller_scraped_at").isNull() | (distance <= tolerance_ms)
     )
     nearest = Window.partitionBy("cluster_id", "node_id", "scraped_at").orderBy(

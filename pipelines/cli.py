@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         "bench", help="benchmark: backfill, no-op and incremental runs as ratios against Spark's own floor",
         description="Generate a fleet of the given size into --root and time, each as a whole process: the floor "
                     "(plain Spark + Delta reading the landing zone once), a backfill, a run with nothing new, Spark's "
-                    "start-up, and the same 1%% batch after --history times it versus into an empty warehouse.")
+                    "start-up, and the same 1% batch after --history times it versus into an empty warehouse.")
     bench.add_argument("--size", choices=("small", "medium", "large"), default="small",
                        help="about 0.1M / 1M / 10M replica rows (default: small)")
     bench.add_argument("--history", type=_positive_int, default=20,

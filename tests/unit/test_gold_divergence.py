@@ -125,3 +125,21 @@ def test_values_beyond_bigint_are_unknown_not_a_failed_batch(spark):
         ("c", 1, s(2), "broker", 3000, s(0), 1000, None, None, 5),
     ], DIVERGENCE)
     assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_pairing_matches_a_brute_force_search_across_many_scrapes(spark):
+    """Scrapes every few seconds (some exactly a tolerance apart, across the boundaries of the time buckets the
+    pairing joins within) pair with the same controller scrape a search over every pair picks."""
+    import random
+
+    rng = random.Random(7)
+    controllers = sorted({rng.choice([0, 15, 30, 45, 60, 75]) + rng.randint(0, 3) * 7.5 for _ in range(9)})
+    brokers = sorted({round(rng.uniform(-20, 110), 3) for _ in range(25)} | {c + 15 for c in controllers} | {-15.0, 90.0})
+    rows = [r for i, c in enumerate(controllers) for r in active_controller("c", 3000, s(c), 1000 + i, 1000 + i)]
+    rows += [r for b in brokers for r in broker("c", 0, s(b), applied=900, lag_ms=1)]
+    got = {r["scraped_at"]: r["controller_scraped_at"]
+           for r in divergence(spark, rows).where("node_id = 0").collect()}
+    for b in brokers:
+        close = [c for c in controllers if abs(s(b) - s(c)) <= timedelta(milliseconds=TOLERANCE_MS)]
+        best = min(close, key=lambda c: (abs(s(b) - s(c)), c)) if close else None
+        assert got[s(b)] == (s(best) if best is not None else None), b
