@@ -23,6 +23,7 @@ from bronze.raw import build_raw_records
 from pipelines.faults import describe, fail_if, reached
 from pipelines.io import Bounds, Lakehouse
 from pipelines.landing import FileContent, LandingFile, chunks, is_local, list_landing, read_file
+from pipelines.session import cached, release
 from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 
 Progress = Callable[[str], None]
@@ -143,13 +144,13 @@ def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:
     spec = BRONZE_SOURCES[source]
     # on disk: a chunk's rows are read twice (their bounds, the MERGE), and in a 1 GB driver heap a cached chunk
     # crowds out the work itself
-    rows = build_raw_records(files, source, lakehouse.config.run_at).persist(StorageLevel.DISK_ONLY)
+    rows = build_raw_records(files, source, lakehouse.config.run_at).transform(cached, StorageLevel.DISK_ONLY)
     try:
         bounds = Bounds.of(rows, "collected_at", or_null=True)
         if bounds is not None:
             lakehouse.insert_new(spec, rows, bounds)
     finally:
-        rows.unpersist()
+        release(rows)
 
 
 def _run_streams(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
