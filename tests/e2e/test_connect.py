@@ -7,6 +7,7 @@ redirection counted by the process itself."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -78,20 +79,15 @@ def connect_url(tmp_path_factory):
 
 
 def _stop(process: subprocess.Popen) -> None:
-    for sig, wait_s in ((signal.SIGTERM, 60), (signal.SIGKILL, 30)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    try:  # whatever the group still holds (forked Python workers outlive a JVM killed hard)
+    """SIGTERM to the server's process group, SIGKILL if it has not ended within a minute, then SIGKILL to whatever
+    the group still holds (Python workers forked by a JVM that was killed hard)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=60)
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -143,9 +139,9 @@ def _run_client(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.C
     return done
 
 
-# The client process: `quorumlake run` as the CLI runs it, in a process that counts, while it runs, every access to a
-# session's `sparkContext` (Connect's raises, but a caller could swallow that) and every file-descriptor redirection,
-# and reports whether a JVM was started in it.
+# The client process: `quorumlake run` as the CLI runs it, in a process that counts, while it runs, every request of a
+# Connect session for its `sparkContext` or a JVM handle (which raises, but a caller could swallow that) and every
+# file-descriptor redirection, and reports whether a JVM was started in it.
 _CLIENT = """
 import json, os, sys
 counts = {"sparkContext": 0, "dup2": 0}
@@ -155,11 +151,12 @@ def dup2(*args, **kwargs):
     return real_dup2(*args, **kwargs)
 os.dup2 = dup2
 from pyspark.sql.connect.session import SparkSession as ConnectSession
-real_context = ConnectSession.sparkContext
-def context(self):
-    counts["sparkContext"] += 1
-    return real_context.fget(self)
-ConnectSession.sparkContext = property(context)
+real_getattr = ConnectSession.__getattr__  # where a Connect session refuses sparkContext and the JVM handles
+def getattr_(self, name):
+    if name in ("sparkContext", "_jsc", "_jvm", "_jsparkSession", "_jconf"):
+        counts["sparkContext"] += 1
+    return real_getattr(self, name)
+ConnectSession.__getattr__ = getattr_
 from pipelines.cli import main
 code = main(sys.argv[1:])
 from pyspark import SparkContext
