@@ -140,11 +140,12 @@ def _run_client(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.C
 
 
 # The client process: `quorumlake run` as the CLI runs it, in a process that counts, while it runs, every request of a
-# Connect session for its `sparkContext` or a JVM handle (which raises, but a caller could swallow that) and every
-# file-descriptor redirection, and reports whether a JVM was started in it.
+# Connect session for its `sparkContext` or a JVM handle (which raises, but a caller could swallow that), every
+# file-descriptor redirection and every cache or checkpoint request of a DataFrame (serverless refuses persist()), and
+# reports whether a JVM was started in it.
 _CLIENT = """
 import json, os, sys
-counts = {"sparkContext": 0, "dup2": 0}
+counts = {"sparkContext": 0, "dup2": 0, "cache": 0}
 real_dup2 = os.dup2
 def dup2(*args, **kwargs):
     counts["dup2"] += 1
@@ -157,6 +158,15 @@ def getattr_(self, name):
         counts["sparkContext"] += 1
     return real_getattr(self, name)
 ConnectSession.__getattr__ = getattr_
+from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+def counting(name):
+    real = getattr(ConnectFrame, name)
+    def method(self, *args, **kwargs):
+        counts["cache"] += 1
+        return real(self, *args, **kwargs)
+    return method
+for name in ("persist", "cache", "unpersist", "checkpoint", "localCheckpoint"):
+    setattr(ConnectFrame, name, counting(name))
 from pipelines.cli import main
 code = main(sys.argv[1:])
 from pyspark import SparkContext
@@ -181,7 +191,7 @@ def test_run_through_spark_connect_writes_the_same_tables_as_the_classic_session
                         "--set", f"spark_remote={connect_url}"], _env(), tmp_path)
     report = _report(done)
     assert report["session"] == "pyspark.sql.connect.session.SparkSession"
-    assert not report["jvm_started"] and report["sparkContext"] == 0 and report["dup2"] == 0
+    assert report == {"sparkContext": 0, "dup2": 0, "cache": 0, "jvm_started": False, "session": report["session"]}
     assert "silver.quorum_snapshots" in done.stdout  # the run's summary
     got = tables(spark, warehouse)
     assert {name: len(rows) for name, rows in got.items()} == {name: len(rows) for name, rows in classic.items()}
@@ -200,6 +210,7 @@ def test_the_databricks_path_never_touches_spark_context_or_file_descriptors(spa
     assert report["session"] == "pyspark.sql.connect.session.SparkSession"
     assert report["sparkContext"] == 0, "the Databricks path asked a session for its sparkContext"
     assert report["dup2"] == 0, "the Databricks path redirected file descriptors"
+    assert report["cache"] == 0, "the Databricks path cached or checkpointed a DataFrame"
     assert not report["jvm_started"]
     assert not (warehouse / "_logs").exists()  # where the local path sends the JVM's output
     got = tables(spark, warehouse)
