@@ -376,7 +376,12 @@ def _cmd_report(config: Config, out: Path) -> int:
 
 
 def _cmd_serve(config: Config, host: str, port: int, auth_config: str | None = None, read_only: bool = True) -> int:
+    from pipelines.session import runs_remotely
     from pipelines.sql_guard import AuthConfigError, is_loopback, thrift_auth_settings
+
+    if runs_remotely(config):
+        raise UsageError("serve runs Spark's Thrift server inside this process's JVM: it needs a local Spark, not "
+                         "spark_remote or Databricks (use a SQL warehouse there)")
 
     try:
         auth = thrift_auth_settings(auth_config) if auth_config else None
