@@ -20,10 +20,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from bronze.raw import build_raw_records
+from pipelines.config import Config
 from pipelines.faults import describe, fail_if, reached
 from pipelines.io import Bounds, Lakehouse
 from pipelines.landing import FileContent, LandingFile, chunks, is_local, list_landing, read_file
-from pipelines.session import on_databricks
+from pipelines.session import cached, release, runs_remotely
 from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 
 Progress = Callable[[str], None]
@@ -55,7 +56,9 @@ def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
         new = _new_files(lakehouse, listing)
         progress(f"bronze: {len(listing)} landing files, {len(new)} new")
         lakehouse.tune_for(sum(f.size for f in new))
-        for chunk in chunks(new, config.bronze_chunk_bytes):
+        chunk_bytes = config.bronze_chunk_bytes if _stages(config) else min(config.bronze_chunk_bytes,
+                                                                             IN_MEMORY_CHUNK_BYTES)
+        for chunk in chunks(new, chunk_bytes):
             touched |= _ingest(lakehouse, chunk)
         reached(config, "bronze:recorded")
         lakehouse.save_progress(CONSUMER, {LANDING: len(listing)}, {LANDING: fingerprint})
@@ -127,6 +130,17 @@ def _insert_or_isolate(lakehouse: Lakehouse, source: str, contents: list[FileCon
         _insert_or_isolate(lakehouse, source, [content], retried=True)
 
 
+# A chunk handed over in memory (not staged) is held whole by the JVM (or sent in one Spark Connect message): at most
+# this much, whatever `bronze_chunk_bytes` says.
+IN_MEMORY_CHUNK_BYTES = 16 * 1024 * 1024
+
+
+def _stages(config: Config) -> bool:
+    """Whether chunks reach Spark as scratch files: only when its tasks run on this machine (a local master), not
+    through a remote or Databricks session, whose tasks cannot read this machine's disk."""
+    return not runs_remotely(config) and config.spark_master.startswith("local")
+
+
 def _insert_files(lakehouse: Lakehouse, source: str, contents: list[FileContent]) -> None:
     """Insert the records of files already read on the driver. Locally they reach Spark as scratch Parquet files
     (tasks stream them; a chunk is not held in the driver's JVM heap); elsewhere as an in-memory frame."""
@@ -139,7 +153,7 @@ def _insert_files(lakehouse: Lakehouse, source: str, contents: list[FileContent]
         "data": pa.array([c.data if c.file.path.lower().endswith(".gz") else None for c in contents], pa.binary()),
         "read_error": pa.array([c.error for c in contents], pa.string()),
     })
-    if on_databricks() or not lakehouse.config.spark_master.startswith("local"):
+    if not _stages(lakehouse.config):
         insert_records(lakehouse, source, lakehouse.spark.createDataFrame(files, _FILES_SCHEMA))
         return
     name = f"bronze-{source}"
@@ -154,13 +168,13 @@ def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:
     spec = BRONZE_SOURCES[source]
     # on disk: a chunk's rows are read twice (their bounds, the MERGE), and in a 1 GB driver heap a cached chunk
     # crowds out the work itself
-    rows = build_raw_records(files, source, lakehouse.config.run_at).persist(StorageLevel.DISK_ONLY)
+    rows = build_raw_records(files, source, lakehouse.config.run_at).transform(cached, StorageLevel.DISK_ONLY)
     try:
         bounds = Bounds.of(rows, "collected_at", or_null=True)
         if bounds is not None:
             lakehouse.insert_new(spec, rows, bounds)
     finally:
-        rows.unpersist()
+        release(rows)
 
 
 def _run_streams(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:

@@ -259,12 +259,15 @@ def _cmd_run(config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str |
         raise UsageError(f"landing folder not found: {config.landing}")
     from pyspark.sql import SparkSession
 
+    started = time.monotonic()
+    in_process = SparkSession.getActiveSession() is not None
+    # Spark first, then the layers: a Spark Connect session must exist before modules that define Python UDFs at
+    # import (bronze.raw, via pipelines.io) are imported, or PySpark builds them for a classic session.
+    spark = _spark(config)
     from pipelines.io import Lakehouse
     from pipelines.run import run_pipeline
 
-    started = time.monotonic()
-    in_process = SparkSession.getActiveSession() is not None
-    lakehouse = Lakehouse(_spark(config), config)
+    lakehouse = Lakehouse(spark, config)
     timings: dict[str, float] = {}
     if full_refresh:
         from pipelines.run import full_refresh as refresh
@@ -373,7 +376,12 @@ def _cmd_report(config: Config, out: Path) -> int:
 
 
 def _cmd_serve(config: Config, host: str, port: int, auth_config: str | None = None, read_only: bool = True) -> int:
+    from pipelines.session import runs_remotely
     from pipelines.sql_guard import AuthConfigError, is_loopback, thrift_auth_settings
+
+    if runs_remotely(config):
+        raise UsageError("serve runs Spark's Thrift server inside this process's JVM: it needs a local Spark, not "
+                         "spark_remote or Databricks (use a SQL warehouse there)")
 
     try:
         auth = thrift_auth_settings(auth_config) if auth_config else None
@@ -478,8 +486,12 @@ def _json_default(value: Any) -> Any:
 def _spark(config: Config):
     from pyspark.sql import SparkSession
 
-    from pipelines.session import get_spark, quiet
+    from pipelines.session import get_spark, quiet, runs_remotely
 
+    if runs_remotely(config):
+        # Databricks hands us its session and a Connect server runs its JVM elsewhere: no JVM starts in this
+        # process, so its output is not redirected (serverless gives a job no file descriptors to play with)
+        return get_spark(config)
     if SparkSession.getActiveSession() is None:
         _progress("starting Spark (the first run on a machine downloads Delta's jars from Maven Central)")
     spark = _with_jvm_stderr_to_log(config, lambda: get_spark(config))

@@ -50,6 +50,9 @@ class Config:
     # (profiled: a quarter of a small run). 0 = always generate code. Never applied on Databricks.
     small_run_bytes: int = 64 * 1024 * 1024
     spark_master: str = "local[*]"
+    # A Spark Connect server to run on instead of starting Spark in this process (`sc://host:port`); the server must
+    # have Delta (its SQL extension and catalog). Locally a stand-in for serverless (tests/e2e/test_connect.py).
+    spark_remote: str | None = None
     shuffle_partitions: int = 2
     # Data-quality and SLO settings (contract defaults).
     replica_caught_up_slo_ms: int = 2000

@@ -32,6 +32,7 @@ from gold.replicas import build_replica_lag_sli
 from gold.views import view_statements
 from pipelines.faults import reached
 from pipelines.io import Bounds, Lakehouse
+from pipelines.session import cached, release
 from pipelines.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_CONTROLLER_HEALTH,
@@ -64,9 +65,9 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
     for spec in SOURCES:
         after, upto = done.get(spec.name, -1), lakehouse.version(spec)
         if upto != after:
-            batch = lakehouse.changes(spec, after, upto).where(F.col("_change_type") != "update_preimage").persist()
+            batch = cached(lakehouse.changes(spec, after, upto).where(F.col("_change_type") != "update_preimage"))
             if batch.isEmpty():
-                batch.unpersist()
+                release(batch)
             else:
                 changed[spec.name] = batch
         versions[spec.name] = upto
@@ -95,7 +96,7 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
         written = {spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name])
                    for spec in GOLD_TABLES}
     for batch in changed.values():
-        batch.unpersist()
+        release(batch)
     if versions != done:
         lakehouse.save_progress(CONSUMER, versions)
     return written
@@ -136,11 +137,11 @@ def _keys(batch: DataFrame, *cols: str) -> DataFrame:
 def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
     """Recompute gold.quorum_status from each affected cluster's earliest changed snapshot on, then its windows."""
     config = lakehouse.config
-    starts = snapshot_keys.groupBy("cluster_id").agg(F.min("collected_at").alias("from_at")).persist()
+    starts = snapshot_keys.groupBy("cluster_id").agg(F.min("collected_at").alias("from_at")).transform(cached)
     # every row in scope is at or after its cluster's from_at: the bounds let Delta skip older files
     since = Bounds.of(starts, "from_at")
     if since is None:
-        starts.unpersist()
+        release(starts)
         return
     since = since.since("collected_at")
     snapshots = lakehouse.read(SILVER_QUORUM_SNAPSHOTS).where(since.sql()).join(
@@ -164,7 +165,7 @@ def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
         F.col("window_start") >= F.col("from_at")).drop("from_at")
     health = build_quorum_health(in_windows, config.window_minutes)
     lakehouse.replace_scope(GOLD_QUORUM_HEALTH, health, window_starts, _from_time("window_start"), window_bounds)
-    starts.unpersist()
+    release(starts)
 
 
 # How far back the previous gold row of a cluster is looked for first; clusters without one there are looked up
@@ -176,7 +177,7 @@ def _seed(lakehouse: Lakehouse, starts: DataFrame, since: Bounds) -> DataFrame:
     """The gold.quorum_status rows that the look-back rules (leader changes, stalls) need before each start."""
     status = lakehouse.read(GOLD_QUORUM_STATUS)
     recent = seed_before(status.where(Bounds("collected_at", since.lo_us - SEED_LOOKBACK_US, None,
-                                             since.clusters).sql()), starts).persist()
+                                             since.clusters).sql()), starts).transform(cached)
     complete = {r["cluster_id"] for r in recent.groupBy("cluster_id").agg(
         F.count_if(F.col("high_watermark").isNotNull()).alias("known")).where("known > 0").collect()}
     missing = [c for c in (since.clusters or ()) if c not in complete]
@@ -206,7 +207,7 @@ def _from_time(column: str):
 def _replicas(lakehouse: Lakehouse, batch: DataFrame) -> None:
     config = lakehouse.config
     windows = batch.select("cluster_id", window_start(F.col("collected_at"), config.window_minutes)
-                           .alias("window_start")).distinct().persist()
+                           .alias("window_start")).distinct().transform(cached)
     bounds = Bounds.of(windows, "window_start")
     rows = (
         lakehouse.read(SILVER_REPLICA_STATES)
@@ -217,21 +218,21 @@ def _replicas(lakehouse: Lakehouse, batch: DataFrame) -> None:
     )
     sli = build_replica_lag_sli(rows, slo_ms=config.replica_caught_up_slo_ms, window_minutes=config.window_minutes)
     lakehouse.replace_groups(GOLD_REPLICA_LAG_SLI, sli, windows, bounds)
-    windows.unpersist()
+    release(windows)
 
 
 # --- partitions ------------------------------------------------------------------------------------------------------
 
 def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
     config = lakehouse.config
-    snapshots = _keys(batch, "cluster_id", "collected_at").persist()
+    snapshots = _keys(batch, "cluster_id", "collected_at").transform(cached)
     snapshot_bounds = Bounds.of(snapshots, "collected_at")
     states = lakehouse.read(SILVER_PARTITION_STATES)
     in_snapshots = states.where(snapshot_bounds.sql()).join(snapshots, ["cluster_id", "collected_at"], "left_semi")
     lakehouse.replace_groups(GOLD_ISR_HEALTH, build_isr_health(in_snapshots), snapshots, snapshot_bounds)
     lakehouse.replace_groups(GOLD_ISR_HEALTH_BY_TOPIC, build_isr_health_by_topic(in_snapshots), snapshots,
                              snapshot_bounds)
-    snapshots.unpersist()
+    release(snapshots)
 
     # Episodes: each affected partition from the start of the episode its earliest change falls in (else from
     # the change itself), so an ongoing episode and a late snapshot inside a closed one are both redone.
@@ -245,7 +246,7 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
         .groupBy(*key).agg(F.min("started_at").alias("episode_start"))
     )
     starts = changed.join(covering, key, "left").select(
-        *key, F.least("changed_at", F.coalesce("episode_start", "changed_at")).alias("from_at")).persist()
+        *key, F.least("changed_at", F.coalesce("episode_start", "changed_at")).alias("from_at")).transform(cached)
     since = Bounds.of(starts, "from_at").since("collected_at")
     history = (
         states.where(since.sql()).join(starts, key)
@@ -266,7 +267,7 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
 
     lakehouse.replace_scope(GOLD_AT_MIN_ISR_EPISODES, built, starts, match,
                             since.since("started_at"))
-    starts.unpersist()
+    release(starts)
 
 
 # --- metrics ---------------------------------------------------------------------------------------------------------
@@ -276,7 +277,7 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
     tol = F.expr(f"INTERVAL {tolerance / 1000} SECONDS")
     # every scrape within the tolerance of a change may pair differently now (a late controller scrape)
     ranges = batch.groupBy("cluster_id").agg((F.min("scraped_at") - tol).alias("lo"),
-                                             (F.max("scraped_at") + tol).alias("hi")).persist()
+                                             (F.max("scraped_at") + tol).alias("hi")).transform(cached)
     bounds = Bounds.of(ranges, "hi", lo_column="lo").on("scraped_at")
     metrics = (
         lakehouse.read(SILVER_NODE_METRICS)
@@ -292,7 +293,7 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
         return (target["cluster_id"] == scope["cluster_id"]) & target["scraped_at"].between(scope["lo"], scope["hi"])
 
     lakehouse.replace_scope(GOLD_METADATA_OFFSET_DIVERGENCE, rows, ranges, match, bounds)
-    ranges.unpersist()
+    release(ranges)
 
 
 def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
@@ -300,7 +301,7 @@ def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
     minutes = lakehouse.config.window_minutes
     key = ["cluster_id", "node_id", "window_start"]
     windows = batch.select("cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start")
-                           ).distinct().persist()
+                           ).distinct().transform(cached)
     bounds = Bounds.of(windows, "window_start")
     rows = (
         lakehouse.read(SILVER_NODE_METRICS)
@@ -310,7 +311,7 @@ def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
         .drop("window_start")
     )
     lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, build_controller_health(rows, minutes), windows, bounds)
-    windows.unpersist()
+    release(windows)
 
 
 # --- bookkeeping -----------------------------------------------------------------------------------------------------

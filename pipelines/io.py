@@ -3,6 +3,12 @@
 Locally each table is an external Delta table at `<warehouse>/<schema>/<table>`, registered by name at session start
 (cheap and idempotent), so `bronze.quorum_raw` resolves in every process without a metastore. On Databricks the
 tables are Unity Catalog managed tables `<catalog>.<schema>.<table>`.
+
+Everything here is plain Spark (DataFrames and SQL), so it runs the same on a classic session and through Spark
+Connect (Databricks serverless): MERGEs are SQL `MERGE INTO` statements whose source is a temporary view of the
+DataFrame, and a table's history is `DESCRIBE HISTORY`. Delta's Python `DeltaTable` API is not used, because over
+Spark Connect it needs Delta's Connect plugin on the server, which Maven Central does not publish for Delta 4.4 on
+Spark 4.2.
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ import json
 import os
 import re
 import shutil
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -21,13 +29,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from delta.tables import DeltaTable
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bronze.raw import BINARY_FILE_SCHEMA
 from pipelines.autoloader import AUTOLOADER_OPTIONS
 from pipelines.config import Config, join_path
+from pipelines.session import cached, release
 from pipelines.tables import PIPELINE_RUNS, SCHEMAS, TableSpec
 
 
@@ -116,7 +125,11 @@ class Lakehouse:
         path = self.table_path(spec)
         if "://" not in path:
             return os.path.isdir(os.path.join(path, "_delta_log"))
-        return DeltaTable.isDeltaTable(self.spark, path)
+        try:
+            self.spark.sql(f"DESCRIBE DETAIL delta.`{path}`").select("format").first()
+        except AnalysisException:  # no table there (or not a Delta table)
+            return False
+        return True
 
     def register_names(self, specs: tuple[TableSpec, ...]) -> None:
         """Create (or just register) every schema and table by name, so SQL users find `gold.quorum_status`."""
@@ -260,12 +273,9 @@ class Lakehouse:
         if bounds is not None:
             condition += f" AND ({bounds.sql('t')})"
         source = rows.select(*spec.column_names).dropDuplicates(key)
-        (
-            self._delta(spec).alias("t")
-            .merge(source.alias("s"), condition)
-            .whenNotMatchedInsertAll()
-            .execute()
-        )
+        with self._view(source) as view:
+            self.spark.sql(f"MERGE INTO {self.ref(spec)} AS t USING {view} AS s ON {condition} "
+                           "WHEN NOT MATCHED THEN INSERT *")
 
     def replace_groups(self, spec: TableSpec, rows: DataFrame, groups: DataFrame, bounds: Bounds | None = None) -> None:
         """Make the table hold exactly `rows` for every group in `groups` (a DataFrame of group-key columns)."""
@@ -296,27 +306,29 @@ class Lakehouse:
             .withColumn("_delete", F.lit(True))
         )
         changed = " OR ".join(f"NOT (t.`{c}` <=> s.`{c}`)" for c in data) or "false"
-        merge_source = source.unionByName(stale).persist()
+        merge_source = cached(source.unionByName(stale))
         try:
             if merge_source.isEmpty():  # nothing differs: no commit at all
                 return
             self._merge_replace(spec, merge_source, key, data, changed, bounds)
         finally:
-            merge_source.unpersist()
+            release(merge_source)
 
     def _merge_replace(self, spec: TableSpec, source: DataFrame, key: list[str], data: list[str], changed: str,
                        bounds: Bounds | None) -> None:
         condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)
         if bounds is not None:
             condition += f" AND ({bounds.sql('t')})"
-        (
-            self._delta(spec).alias("t")
-            .merge(source.alias("s"), condition)
-            .whenMatchedDelete(condition="s._delete")
-            .whenMatchedUpdate(condition=changed, set={c: f"s.`{c}`" for c in data})
-            .whenNotMatchedInsert(condition="NOT s._delete", values={c: f"s.`{c}`" for c in spec.column_names})
-            .execute()
-        )
+        updates = ", ".join(f"`{c}` = s.`{c}`" for c in data)
+        update = f" WHEN MATCHED AND ({changed}) THEN UPDATE SET {updates}" if data else ""
+        columns = ", ".join(f"`{c}`" for c in spec.column_names)
+        values = ", ".join(f"s.`{c}`" for c in spec.column_names)
+        with self._view(source) as view:
+            self.spark.sql(
+                f"MERGE INTO {self.ref(spec)} AS t USING {view} AS s ON {condition} "
+                f"WHEN MATCHED AND s._delete THEN DELETE{update} "
+                f"WHEN NOT MATCHED AND NOT s._delete THEN INSERT ({columns}) VALUES ({values})"
+            )
 
     def append(self, spec: TableSpec, rows: DataFrame) -> None:
         self._save(spec, rows.select(*spec.column_names).write.format("delta").mode("append"))
@@ -327,10 +339,15 @@ class Lakehouse:
         else:
             writer.save(self.table_path(spec))
 
-    def _delta(self, spec: TableSpec) -> DeltaTable:
-        if self.config.catalog:
-            return DeltaTable.forName(self.spark, self.table_name(spec))
-        return DeltaTable.forPath(self.spark, self.table_path(spec))
+    @contextmanager
+    def _view(self, df: DataFrame):
+        """`df` as a temporary view of this session, by a name of its own, for the length of one statement."""
+        name = f"_quorumlake_source_{uuid.uuid4().hex}"
+        df.createOrReplaceTempView(name)
+        try:
+            yield name
+        finally:
+            self.spark.catalog.dropTempView(name)
 
     # --- landing --------------------------------------------------------------------------------------------------
 

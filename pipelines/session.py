@@ -2,6 +2,11 @@
 
 One session per process. Locally it must be the first SparkSession the process creates, because
 `spark.jars.packages` is only read when the JVM starts (lakehouse-ecosystem.md §1.4).
+
+A session is either classic (a JVM behind Py4J: local Spark, Databricks classic compute) or a Spark Connect client
+(Databricks serverless, or any Connect server named by the `spark_remote` setting). A Connect session has no
+`sparkContext`, no JVM in this process and, on serverless, no DataFrame cache: the code that runs on Databricks or
+through `spark_remote` uses none of them (`is_connect`, `cached`, `release`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.config import Config
 
@@ -31,10 +37,21 @@ def ivy_home() -> Path:
     return Path(os.environ.get("QUORUMLAKE_IVY_HOME", default))
 
 
+def runs_remotely(config: Config) -> bool:
+    """Whether this process's session is handed to it (Databricks) or reached through Spark Connect: no local JVM is
+    started, so nothing may touch a SparkContext or this process's file descriptors."""
+    return on_databricks() or bool(config.spark_remote)
+
+
 def get_spark(config: Config, app_name: str = "quorumlake") -> SparkSession:
     """The process's Spark session, created on first call."""
     if on_databricks():
+        # serverless: a Spark Connect session; classic compute: the cluster's session (both with Delta built in)
         return SparkSession.builder.getOrCreate()
+    if config.spark_remote:
+        # a Spark Connect server that has Delta (e.g. the one tests/e2e/test_connect.py starts, or a stand-in for
+        # serverless); the server's own settings apply, this process only sends plans
+        return SparkSession.builder.remote(config.spark_remote).getOrCreate()
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -213,8 +230,56 @@ def _remember_resolution(spark: SparkSession) -> None:
 
 
 def quiet(spark: SparkSession) -> None:
-    """Keep Spark's console to errors, so CLI output stays readable."""
-    spark.sparkContext.setLogLevel("ERROR")
+    """Keep Spark's console to errors, so CLI output stays readable (a Connect server logs on its own side)."""
+    if not is_connect(spark):
+        spark.sparkContext.setLogLevel("ERROR")
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """A Spark Connect client session (Databricks serverless, `spark_remote`), told by its class alone: nothing is
+    imported or asked of the server, and `spark.sparkContext`, which raises there, is never touched."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def cached(df: DataFrame, level: StorageLevel | None = None) -> DataFrame:
+    """`df`, persisted where the session can cache it; under Spark Connect, `df` as it is (it is recomputed by each
+    action that reads it).
+
+    Serverless compute refuses `persist()` (NOT_SUPPORTED_WITH_SERVERLESS) up to environment version 4; version 5
+    caches only as a workspace preview that an admin may turn off and that compliance-profile workspaces lack. The
+    pipeline's results never depend on a cache (every input it re-reads is a fixed Delta version or a literal), so a
+    Connect session simply does not cache. Every `persist()` of a run goes through here, and every `unpersist()`
+    through `release`."""
+    if is_connect(df.sparkSession):
+        return df
+    return df.persist() if level is None else df.persist(level)
+
+
+def release(df: DataFrame) -> None:
+    """Drop what `cached` kept (nothing under Spark Connect)."""
+    if not is_connect(df.sparkSession):
+        df.unpersist()
+
+
+def connect_server_command(config: Config, port: int, app_name: str = "quorumlake-connect") -> list[str]:
+    """The command that starts a local Spark Connect server with Delta on `port` (127.0.0.1): PySpark's own
+    `spark-submit` running Spark's `SparkConnectServer` (its jar ships in PySpark's `jars/`), with exactly the
+    settings a local classic session gets (Delta's jars as resolved and remembered, its SQL extension and catalog,
+    the class archive, time zone, shuffle partitions). The server's Python workers (UDFs) must run an interpreter
+    with quorumlake's dependencies: give the server PYSPARK_PYTHON (and PYTHONPATH) in its environment."""
+    import pyspark
+
+    settings = dict(_local_builder(config, app_name)._options)  # the builder's settings, never started here
+    master = settings.pop("spark.master", config.spark_master)
+    settings.pop("spark.app.name", None)
+    settings["spark.connect.grpc.binding.address"] = "127.0.0.1"
+    settings["spark.connect.grpc.binding.port"] = str(port)
+    spark_submit = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit")
+    command = [spark_submit, "--master", master, "--name", app_name,
+               "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    for key, value in sorted(settings.items()):
+        command += ["--conf", f"{key}={value}"]
+    return command
 
 
 if __name__ == "__main__":  # `python -m pipelines.session [WAREHOUSE]`: what scripts/bootstrap.sh runs after install

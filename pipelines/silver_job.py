@@ -28,6 +28,7 @@ from expectations.gx_runner import GxValidator
 from expectations.rules import load_suite, rule_params, with_failed_rules
 from pipelines.faults import describe, fail_if, reached
 from pipelines.io import Bounds, Lakehouse
+from pipelines.session import cached, release
 from pipelines.tables import (
     BRONZE_METRICS_RAW,
     BRONZE_PARTITIONS_RAW,
@@ -144,7 +145,7 @@ class Pending:
 
     def discard(self) -> None:
         for df in self.rejects:
-            df.unpersist()
+            release(df)
         self.rejects, self.validations = [], []
 
 
@@ -173,7 +174,7 @@ def _process_or_quarantine(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, b
         return
     reason = f"the batch could not be processed: {describe(error)}"
     failed = rejected(batch, flow.parse_target.name, ["batch_processable"], F.lit(reason)).withColumn(
-        "quarantined_at", F.lit(lakehouse.config.run_at).cast("timestamp")).persist()
+        "quarantined_at", F.lit(lakehouse.config.run_at).cast("timestamp")).transform(cached)
     count = failed.count()
     pending.rejects.append(failed)
     stats.add(flow.parse_target.name, quarantined=count)
@@ -187,13 +188,13 @@ def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: 
         batch.where(F.col("parse_error").isNotNull()), flow.parse_target.name, ["record_readable"],
         F.col("parse_error"),
     )
-    keys = batch.where(F.col("parse_error").isNull()).select(*flow.bronze_keys).distinct().persist()
+    keys = batch.where(F.col("parse_error").isNull()).select(*flow.bronze_keys).distinct().transform(cached)
     bounds = Bounds.of(keys, "collected_at")
     candidates = _candidates(lakehouse, flow, keys, bounds)
     # Parsed once per batch, on disk (they carry the records' payloads, for quarantine); every output and the
     # rejects are built from them. The outputs are cached too: each is read by data quality, by GX and by the MERGE.
-    parsed = [df.persist(StorageLevel.DISK_ONLY) for df in flow.parse(candidates, lakehouse)]
-    built = [df.persist(StorageLevel.MEMORY_AND_DISK) for df in flow.split(*parsed)]
+    parsed = [df.transform(cached, StorageLevel.DISK_ONLY) for df in flow.parse(candidates, lakehouse)]
+    built = [df.transform(cached, StorageLevel.MEMORY_AND_DISK) for df in flow.split(*parsed)]
     *outputs, rejects = built
     params = rule_params(config.run_at, config.future_skew_ms)
     quarantine = [unreadable, rejects]
@@ -208,7 +209,7 @@ def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: 
         # the parsing and typing its first action would otherwise run
         rows.count()
         t0 = time.monotonic()
-        flagged = with_failed_rules(rows, suite, params).persist(StorageLevel.MEMORY_AND_DISK)
+        flagged = with_failed_rules(rows, suite, params).transform(cached, StorageLevel.MEMORY_AND_DISK)
         counts = flagged.agg(F.count(F.lit(1)).alias("rows"),
                              F.count_if(F.size("failed_rules") == 0).alias("valid")).first()
         if counts["rows"]:  # GX validates the rows of this run, once per table; nothing to validate, no GX run
@@ -222,21 +223,21 @@ def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: 
         reached(config, f"silver:merged:{spec.name}")
         quarantine.append(row_failures(flagged, spec.name))
         stats.add(spec.name, rows=counts["valid"])
-        flagged.unpersist()
+        release(flagged)
     all_rejects = quarantine[0]
     for q in quarantine[1:]:
         all_rejects = all_rejects.unionByName(q)
-    all_rejects = all_rejects.withColumn("quarantined_at", F.lit(config.run_at).cast("timestamp")).persist()
+    all_rejects = all_rejects.withColumn("quarantined_at", F.lit(config.run_at).cast("timestamp")).transform(cached)
     per_table = all_rejects.groupBy("target_table").count().collect()  # also materializes all_rejects
     if per_table:
         pending.rejects.append(all_rejects)
     else:
-        all_rejects.unpersist()
+        release(all_rejects)
     for row in per_table:
         stats.add(row["target_table"], quarantined=row["count"])
     for df in (*built, *parsed):
-        df.unpersist()
-    keys.unpersist()
+        release(df)
+    release(keys)
 
 
 def _candidates(lakehouse: Lakehouse, flow: Flow, keys: DataFrame, bounds: Bounds | None) -> DataFrame:

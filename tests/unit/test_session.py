@@ -1,4 +1,5 @@
-"""The local session remembers which jars Ivy resolved, and uses them only while every one is still cached."""
+"""The local session remembers which jars Ivy resolved, and uses them only while every one is still cached; a classic
+session caches what `cached` is given."""
 
 from __future__ import annotations
 
@@ -43,3 +44,13 @@ def test_the_suite_session_starts_with_the_class_archive_when_one_was_prepared(s
     archive = session.class_archive()
     uses = any(a == f"-XX:SharedArchiveFile={archive}" for a in arguments)
     assert uses == archive.is_file()
+
+
+def test_a_classic_session_caches_through_cached_and_release(spark):
+    from pyspark import StorageLevel
+
+    assert not session.is_connect(spark)  # Spark Connect sessions (serverless) keep nothing: tests/e2e/test_connect.py
+    kept = session.cached(spark.range(3), StorageLevel.DISK_ONLY)
+    assert kept.storageLevel == StorageLevel.DISK_ONLY
+    session.release(kept)
+    assert kept.storageLevel == StorageLevel.NONE

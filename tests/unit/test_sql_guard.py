@@ -3,6 +3,7 @@ settings, and the CLI's refusal to serve a non-loopback address without authenti
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -126,3 +127,15 @@ def test_serve_refuses_a_non_loopback_address_without_authentication(tmp_path, a
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr
     assert not (tmp_path / "lakehouse").exists()
+
+
+@pytest.mark.parametrize("how", ["spark_remote", "databricks"])
+def test_serve_refuses_a_session_it_cannot_run_a_thrift_server_in(tmp_path, how):
+    settings = tmp_path / "settings.toml"
+    settings.write_text('spark_remote = "sc://127.0.0.1:1"\n' if how == "spark_remote" else "")
+    env = {**os.environ, **({"DATABRICKS_RUNTIME_VERSION": "client.5.0"} if how == "databricks" else {})}
+    result = subprocess.run([sys.executable, "-m", "pipelines.cli", "serve", "--config", str(settings)],
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "serve runs Spark's Thrift server inside this process's JVM" in lines[0], result.stderr

@@ -1,0 +1,218 @@
+"""The whole pipeline through Spark Connect, a local stand-in for Databricks serverless: a Spark Connect server with
+Delta (started here from PySpark's own spark-submit, with the jars and settings of a local session) runs `quorumlake
+run` sent from a client process, and the tables it writes hold exactly what the classic in-process session writes
+from the same landing zone. The Databricks code path (DATABRICKS_RUNTIME_VERSION set, the session handed over by
+SparkSession.builder) is run the same way, with every access to `sparkContext` and every file-descriptor
+redirection counted by the process itself."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+import pipelines
+from pipelines import cli
+from pipelines.config import Config
+from pipelines.session import connect_server_command
+from pipelines.tables import ALL_TABLES, PIPELINE_RUNS
+
+DATA = Path(__file__).parent.parent / "data"
+ROOT = Path(pipelines.__file__).resolve().parent.parent  # the checkout under test, for the server's Python workers
+START_TIMEOUT_S = 300
+RUN_TIMEOUT_S = 1800
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "DATABRICKS_RUNTIME_VERSION")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env["PYSPARK_PYTHON"] = sys.executable
+    env.update(extra)
+    return env
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def connect_url(tmp_path_factory):
+    """A local Spark Connect server with Delta, for this module; stopped with every process it started."""
+    root = tmp_path_factory.mktemp("connect-server")
+    port = _free_port()
+    config = Config(warehouse=str(root / "warehouse"), spark_master="local[2]", shuffle_partitions=2)
+    log_path = root / "server.log"
+    with open(log_path, "wb") as log:
+        # its own process group: the JVM and the Python workers it forks are stopped together
+        server = subprocess.Popen(connect_server_command(config, port), stdout=log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, env=_env(), cwd=root, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _listening(port):
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"Spark Connect server did not start (exit {server.poll()}):\n"
+                            f"{log_path.read_text(errors='replace')[-4000:]}")
+            time.sleep(1)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        _stop(server)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group, SIGKILL if it has not ended within a minute, then SIGKILL to whatever
+    the group still holds (Python workers forked by a JVM that was killed hard)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=60)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def zone(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("connect-landing") / "landing"
+    shutil.copytree(DATA / "landing", root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def classic(spark, zone, tmp_path_factory) -> dict[str, list[tuple]]:
+    """The reference: every table after a run on the suite's classic session."""
+    warehouse = tmp_path_factory.mktemp("connect-classic") / "wh"
+    assert cli.main(["run", "--landing", str(zone), "--warehouse", str(warehouse)]) == 0
+    return tables(spark, warehouse)
+
+
+def tables(spark, warehouse: Path) -> dict[str, list[tuple]]:
+    """Every table's rows, sorted, with the run's own time (`run_at`, `ingested_at`, `quarantined_at`, the
+    validation labels) replaced by a marker: two runs differ in nothing else."""
+    run_at = spark.read.format("delta").load(str(warehouse / "bronze" / "pipeline_runs")).first()["run_at"]
+    stamp = run_at.replace(tzinfo=timezone.utc).isoformat()
+
+    def normal(value):
+        if isinstance(value, datetime) and value == run_at:
+            return "<run_at>"
+        if isinstance(value, str):
+            return value.replace(stamp, "<run_at>")
+        if isinstance(value, float):
+            return round(value, 9)
+        if isinstance(value, (list, tuple)):
+            return tuple(normal(v) for v in value)
+        if isinstance(value, dict):
+            return tuple(sorted((normal(k), normal(v)) for k, v in value.items()))
+        return value
+
+    out = {}
+    for spec in ALL_TABLES:
+        rows = spark.read.format("delta").load(str(warehouse / spec.schema / spec.table)).collect()
+        out[spec.name] = sorted((tuple(normal(v) for v in r) for r in rows), key=repr)
+    assert out[PIPELINE_RUNS.name], "the run recorded no progress"
+    return out
+
+
+def _run_client(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-c", _CLIENT, *args], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S)
+    assert done.returncode == 0, f"client failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    return done
+
+
+# The client process: `quorumlake run` as the CLI runs it, in a process that counts, while it runs, every request of a
+# Connect session for its `sparkContext` or a JVM handle (which raises, but a caller could swallow that), every
+# file-descriptor redirection and every cache or checkpoint request of a DataFrame (serverless refuses persist()), and
+# reports whether a JVM was started in it.
+_CLIENT = """
+import json, os, sys
+counts = {"sparkContext": 0, "dup2": 0, "cache": 0}
+real_dup2 = os.dup2
+def dup2(*args, **kwargs):
+    counts["dup2"] += 1
+    return real_dup2(*args, **kwargs)
+os.dup2 = dup2
+from pyspark.sql.connect.session import SparkSession as ConnectSession
+real_getattr = ConnectSession.__getattr__  # where a Connect session refuses sparkContext and the JVM handles
+def getattr_(self, name):
+    if name in ("sparkContext", "_jsc", "_jvm", "_jsparkSession", "_jconf"):
+        counts["sparkContext"] += 1
+    return real_getattr(self, name)
+ConnectSession.__getattr__ = getattr_
+from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+def counting(name):
+    real = getattr(ConnectFrame, name)
+    def method(self, *args, **kwargs):
+        counts["cache"] += 1
+        return real(self, *args, **kwargs)
+    return method
+for name in ("persist", "cache", "unpersist", "checkpoint", "localCheckpoint"):
+    setattr(ConnectFrame, name, counting(name))
+from pipelines.cli import main
+code = main(sys.argv[1:])
+from pyspark import SparkContext
+counts["jvm_started"] = SparkContext._gateway is not None
+from pyspark.sql import SparkSession
+session = SparkSession.getActiveSession()
+counts["session"] = type(session).__module__ + "." + type(session).__name__
+print("CLIENT " + json.dumps(counts), flush=True)
+sys.exit(code)
+"""
+
+
+def _report(done: subprocess.CompletedProcess) -> dict:
+    line = next(line for line in done.stdout.splitlines() if line.startswith("CLIENT "))
+    return json.loads(line[len("CLIENT "):])
+
+
+def test_run_through_spark_connect_writes_the_same_tables_as_the_classic_session(spark, zone, classic, connect_url,
+                                                                                  tmp_path):
+    warehouse = tmp_path / "wh"
+    done = _run_client(["run", "--landing", str(zone), "--warehouse", str(warehouse),
+                        "--set", f"spark_remote={connect_url}"], _env(), tmp_path)
+    report = _report(done)
+    assert report["session"] == "pyspark.sql.connect.session.SparkSession"
+    assert report == {"sparkContext": 0, "dup2": 0, "cache": 0, "jvm_started": False, "session": report["session"]}
+    assert "silver.quorum_snapshots" in done.stdout  # the run's summary
+    got = tables(spark, warehouse)
+    assert {name: len(rows) for name, rows in got.items()} == {name: len(rows) for name, rows in classic.items()}
+    for name in classic:
+        assert got[name] == classic[name], name
+
+
+def test_the_databricks_path_never_touches_spark_context_or_file_descriptors(spark, zone, classic, connect_url,
+                                                                              tmp_path):
+    # DATABRICKS_RUNTIME_VERSION makes it the Databricks path: the session is whatever SparkSession.builder hands
+    # over, here a Spark Connect session (SPARK_REMOTE), as on serverless, where sparkContext and caching are absent
+    warehouse = tmp_path / "wh"
+    env = _env(DATABRICKS_RUNTIME_VERSION="client.5.0", SPARK_REMOTE=connect_url)
+    done = _run_client(["run", "--landing", str(zone), "--warehouse", str(warehouse)], env, tmp_path)
+    report = _report(done)
+    assert report["session"] == "pyspark.sql.connect.session.SparkSession"
+    assert report["sparkContext"] == 0, "the Databricks path asked a session for its sparkContext"
+    assert report["dup2"] == 0, "the Databricks path redirected file descriptors"
+    assert report["cache"] == 0, "the Databricks path cached or checkpointed a DataFrame"
+    assert not report["jvm_started"]
+    assert not (warehouse / "_logs").exists()  # where the local path sends the JVM's output
+    got = tables(spark, warehouse)
+    for name in classic:
+        assert got[name] == classic[name], name
