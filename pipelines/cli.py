@@ -486,17 +486,34 @@ def _json_default(value: Any) -> Any:
 def _spark(config: Config):
     from pyspark.sql import SparkSession
 
-    from pipelines.session import get_spark, quiet, runs_remotely
+    from pipelines.session import get_spark, on_databricks, quiet, runs_remotely
 
     if runs_remotely(config):
         # Databricks hands us its session and a Connect server runs its JVM elsewhere: no JVM starts in this
         # process, so its output is not redirected (serverless gives a job no file descriptors to play with)
+        if config.spark_remote and not on_databricks():
+            _check_reachable(config.spark_remote)
         return get_spark(config)
     if SparkSession.getActiveSession() is None:
         _progress("starting Spark (the first run on a machine downloads Delta's jars from Maven Central)")
     spark = _with_jvm_stderr_to_log(config, lambda: get_spark(config))
     quiet(spark)
     return spark
+
+
+def _check_reachable(url: str, timeout_s: float = 10.0) -> None:
+    """A Spark Connect server that does not answer is a one-line error, not minutes of client retries and a stack
+    trace."""
+    import socket
+
+    from pipelines.config import connect_address
+
+    host, port = connect_address(url)
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise UsageError(f"no Spark Connect server answers at {host}:{port} (spark_remote): "
+                         f"{exc.strerror or exc}") from None
 
 
 def _with_jvm_stderr_to_log(config: Config, start):

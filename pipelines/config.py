@@ -127,6 +127,16 @@ class Config:
                 raise ConfigError(f"{name} must not be negative")
         if self.run_at.tzinfo is None:
             raise ConfigError("run_at must carry a time zone")
+        if self.spark_remote is not None:
+            connect_address(self.spark_remote)  # raises ConfigError when it is not a Spark Connect URL
+
+
+def connect_address(url: str) -> tuple[str, int]:
+    """Host and port of a Spark Connect URL, `sc://host[:port][/;param=value...]` (port 15002 by default)."""
+    match = re.fullmatch(r"sc://(\[[^\]]+\]|[^:/;\[\]]+)(?::([0-9]{1,5}))?(/.*|;.*)?", url.strip())
+    if not match or (match.group(2) and not 0 < int(match.group(2)) < 65536):
+        raise ConfigError(f"spark_remote must be a Spark Connect URL like sc://host:15002, not {url!r}")
+    return match.group(1).strip("[]"), int(match.group(2) or 15002)
 
 
 def now_ms() -> datetime:

@@ -46,6 +46,20 @@ def test_usage_errors_are_one_line_and_exit_2(args, message):
     assert "Traceback" not in result.stderr
 
 
+def test_a_spark_connect_server_that_does_not_answer_is_a_one_line_error(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = quorumlake("run", "--landing", str(tmp_path), "--set", f"spark_remote=sc://127.0.0.1:{port}",
+                        cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"no Spark Connect server answers at 127.0.0.1:{port} (spark_remote)" in lines[0]
+
+
 def test_bad_config_files_are_one_line_errors(tmp_path):
     bad_toml = tmp_path / "bad.toml"
     bad_toml.write_text("window_minutes = [")

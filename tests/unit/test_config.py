@@ -21,6 +21,8 @@ INJECTIONS = [
     ({"landing": "/tmp/a\\b"}, "landing must be a non-empty path without quotes"),
     ({"checkpoint_root": "/tmp/a\nb"}, "checkpoint_root must be a non-empty path without quotes"),
     ({"window_minutes": "5 MINUTES; DROP"}, "window_minutes must be an integer"),
+    ({"spark_remote": "http://localhost:15002"}, "spark_remote must be a Spark Connect URL"),
+    ({"spark_remote": "sc://host:99999"}, "spark_remote must be a Spark Connect URL"),
 ]
 
 
