@@ -20,9 +20,11 @@ live: install
 unit: install
 	.venv/bin/python -m pytest tests/unit
 
-# ruff's rules are in pyproject.toml ([tool.ruff.lint]); `ruff check --fix` fixes the safe ones.
+# ruff's rules are in pyproject.toml ([tool.ruff.lint]); `ruff check --fix` fixes the safe ones, `ruff format .`
+# formats (CI fails on unformatted code).
 lint: install
 	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
 
 # Re-pin every installed version after a deliberate upgrade (edit pyproject.toml, then `make constraints`).
 constraints:

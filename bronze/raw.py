@@ -40,8 +40,21 @@ FORMATS: dict[str, list[tuple[str, str, bool]]] = {
 }
 
 RAW_COLUMNS = [
-    "record_id", "format", "cluster_id", "node_id", "collected_at", "api_version", "payload", "payload_base64",
-    "source_file", "line_number", "file_sha256", "file_size", "file_modified_at", "ingested_at", "parse_error",
+    "record_id",
+    "format",
+    "cluster_id",
+    "node_id",
+    "collected_at",
+    "api_version",
+    "payload",
+    "payload_base64",
+    "source_file",
+    "line_number",
+    "file_sha256",
+    "file_size",
+    "file_modified_at",
+    "ingested_at",
+    "parse_error",
 ]
 
 # A JSON integer beyond 64 bits is a DECIMAL(p,0) in a VARIANT: still an integer, then rejected as out of range.
@@ -74,6 +87,7 @@ def build_raw_records(files: DataFrame, source: str, ingested_at: datetime) -> D
 
 
 # --- files -> decoded text ------------------------------------------------------------------------------------------
+
 
 def gunzip(data: bytes | None, limit: int = MAX_DECOMPRESSED_BYTES) -> tuple[bytes | None, str | None]:
     """Decompressed bytes, or None and the reason they could not be decompressed.
@@ -123,7 +137,9 @@ def _decompressed(files: DataFrame) -> DataFrame:
         .select("*", F.col("_gz.data").alias("data"), F.col("_gz.error").alias("decode_error"))
         .drop("_gz")
     )
-    plain = files.where(~is_gz).withColumn("data", F.col("content")).withColumn("decode_error", F.lit(None).cast("string"))
+    plain = (
+        files.where(~is_gz).withColumn("data", F.col("content")).withColumn("decode_error", F.lit(None).cast("string"))
+    )
     return gz.unionByName(plain)
 
 
@@ -151,8 +167,10 @@ def _classified(files: DataFrame, source: str) -> DataFrame:
         F.lit(", ".join(f"*{suffix}[.gz]" for suffix, _, _ in FORMATS[source])).alias("expected_suffixes"),
         _path_segment("cluster").alias("path_cluster_id"),
         _path_segment("node").alias("path_node"),
-        F.expr(r"try_cast(nullif(regexp_extract(" "regexp_extract(path, '([^/]*)$', 1), '^(-?[0-9]+)\\.', 1), '') AS BIGINT)")
-        .alias("path_collected_at_ms"),
+        F.expr(
+            r"try_cast(nullif(regexp_extract("
+            "regexp_extract(path, '([^/]*)$', 1), '^(-?[0-9]+)\\.', 1), '') AS BIGINT)"
+        ).alias("path_collected_at_ms"),
         text.alias("text"),
         F.when(F.col("data").isNotNull(), F.expr("is_valid_utf8(cast(data AS STRING))")).alias("is_utf8"),
         # on the bytes: string functions walk UTF-8 characters and can step over a NUL after an invalid lead byte
@@ -167,6 +185,7 @@ def _path_segment(key: str) -> Column:
 
 # --- text -> records ------------------------------------------------------------------------------------------------
 
+
 def split_lines(data: bytes | None) -> list[dict] | None:
     """The lines of a JSON Lines file that is not valid UTF-8 as a whole, each judged on its own.
 
@@ -178,7 +197,7 @@ def split_lines(data: bytes | None) -> list[dict] | None:
     try:
         body = bytes(data)
         if body.startswith(_BOM):
-            body = body[len(_BOM):]
+            body = body[len(_BOM) :]
         parts = body.split(b"\n")
         if parts and parts[-1] == b"":
             parts.pop()
@@ -195,11 +214,13 @@ def split_lines(data: bytes | None) -> list[dict] | None:
 
 
 _BOM = b"\xef\xbb\xbf"
-_LINE = T.StructType([
-    T.StructField("pos", T.IntegerType()),
-    T.StructField("line", T.StringType()),
-    T.StructField("raw", T.BinaryType()),
-])
+_LINE = T.StructType(
+    [
+        T.StructField("pos", T.IntegerType()),
+        T.StructField("line", T.StringType()),
+        T.StructField("raw", T.BinaryType()),
+    ]
+)
 _split_lines_udf = F.udf(split_lines, T.ArrayType(_LINE), useArrow=True)
 _NOT_UTF8 = "not UTF-8 text (binary data?); bytes kept in payload_base64"
 
@@ -215,43 +236,59 @@ def _split_into_records(files: DataFrame) -> DataFrame:
     files = files.select(
         "*",
         F.when(F.col("file_size") == 0, F.concat(F.lit("empty:"), F.col("source_file")))
-        .when(F.col("content").isNull(), F.concat(F.lit("unread:"), F.col("source_file"), F.lit(":"),
-                                                  F.col("file_modified_at").cast("string")))
-        .otherwise(F.sha2(F.coalesce(F.col("data"), F.col("content")), 256)).alias("content_hash"),
+        .when(
+            F.col("content").isNull(),
+            F.concat(F.lit("unread:"), F.col("source_file"), F.lit(":"), F.col("file_modified_at").cast("string")),
+        )
+        .otherwise(F.sha2(F.coalesce(F.col("data"), F.col("content")), 256))
+        .alias("content_hash"),
         F.sha2(F.col("content"), 256).alias("file_sha256"),
         _file_error().alias("file_error"),
     )
     has_text = F.col("data").isNotNull() & (F.length("data") > 0)
     as_text = F.col("per_line") & has_text & F.col("is_utf8")
     as_bytes = F.coalesce(F.col("per_line") & has_text & ~F.col("is_utf8") & ~F.col("has_nul"), F.lit(False))
-    text = F.regexp_replace(F.col("text"), "^\uFEFF", "")
+    text = F.regexp_replace(F.col("text"), "^\ufeff", "")
     lines = F.split(text, "\n", -1)
     lines = F.when(text.endswith("\n"), F.slice(lines, 1, F.size(lines) - 1)).otherwise(lines)
     no_bytes = F.lit(None).cast("binary")
     no_text = F.lit(None).cast("string")
-    text_lines = F.transform(lines, lambda line, i: F.struct(
-        (i + 1).alias("pos"), F.regexp_replace(line, "\r$", "").alias("line"), no_bytes.alias("raw"),
-        no_text.alias("b64")))
-    byte_lines = F.transform(_split_lines_udf(F.col("data")), lambda r: F.struct(
-        r["pos"].alias("pos"), r["line"].alias("line"), r["raw"].alias("raw"), F.base64(r["raw"]).alias("b64")))
+    text_lines = F.transform(
+        lines,
+        lambda line, i: F.struct(
+            (i + 1).alias("pos"),
+            F.regexp_replace(line, "\r$", "").alias("line"),
+            no_bytes.alias("raw"),
+            no_text.alias("b64"),
+        ),
+    )
+    byte_lines = F.transform(
+        _split_lines_udf(F.col("data")),
+        lambda r: F.struct(
+            r["pos"].alias("pos"), r["line"].alias("line"), r["raw"].alias("raw"), F.base64(r["raw"]).alias("b64")
+        ),
+    )
     # a whole-file record: its text, or for bytes that are not text, their repaired text and base64
     undecodable = F.col("data").isNull() | ~F.coalesce(F.col("is_utf8"), F.lit(False))
-    whole_file = F.array(F.struct(
-        F.lit(None).cast("int").alias("pos"),
-        F.when(undecodable, F.expr("make_valid_utf8(cast(coalesce(data, content) AS STRING))"))
-        .otherwise(F.col("text")).alias("line"),
-        no_bytes.alias("raw"),
-        F.when(undecodable, F.base64(F.col("content"))).alias("b64"),
-    ))
+    whole_file = F.array(
+        F.struct(
+            F.lit(None).cast("int").alias("pos"),
+            F.when(undecodable, F.expr("make_valid_utf8(cast(coalesce(data, content) AS STRING))"))
+            .otherwise(F.col("text"))
+            .alias("line"),
+            no_bytes.alias("raw"),
+            F.when(undecodable, F.base64(F.col("content"))).alias("b64"),
+        )
+    )
     # Everything that needs the file's bytes is inside the generator, evaluated once per file: the record rows
     # carry only the small per-file columns (carrying the file along would copy it once per line).
     small = [c for c in files.columns if c not in ("content", "data", "text")]
     # Only files split as bytes (rare) go through the Python UDF: its evaluation queues every input row, whole file
     # included, in the JVM while Python works, which for a chunk of ordinary files cost memory for nothing.
     plain = files.where(~as_bytes).select(
-        *small, F.explode(F.when(as_text, text_lines).otherwise(whole_file)).alias("_record"))
-    as_lines = files.where(as_bytes).select(
-        *small, F.explode(F.coalesce(byte_lines, whole_file)).alias("_record"))
+        *small, F.explode(F.when(as_text, text_lines).otherwise(whole_file)).alias("_record")
+    )
+    as_lines = files.where(as_bytes).select(*small, F.explode(F.coalesce(byte_lines, whole_file)).alias("_record"))
     exploded = plain.unionByName(as_lines)
     split = F.col("_record.pos").isNotNull()
     return exploded.select(
@@ -264,6 +301,7 @@ def _split_into_records(files: DataFrame) -> DataFrame:
 
 
 # --- records -> envelope fields and parse errors --------------------------------------------------------------------
+
 
 def _parsed(records: DataFrame) -> DataFrame:
     is_json_format = F.col("format").isin("describe_quorum_json", "jmx_json", "partition_json")
@@ -280,9 +318,8 @@ def _parsed(records: DataFrame) -> DataFrame:
         .when(fmt == "jmx_json", _get("scraped_at_ms", "bigint"))
         .otherwise(F.col("path_collected_at_ms"))
     )
-    node_id = (
-        F.when(fmt == "jmx_json", F.coalesce(_get("node_id", "int"), _path_node_id()))
-        .when(fmt == "prometheus_text", _path_node_id())
+    node_id = F.when(fmt == "jmx_json", F.coalesce(_get("node_id", "int"), _path_node_id())).when(
+        fmt == "prometheus_text", _path_node_id()
     )
     api_version = F.when(fmt == "describe_quorum_json", _get("api_version", "int"))
 
@@ -318,8 +355,9 @@ def _kind(field: str) -> Column:
     return F.expr(f"schema_of_variant(variant_get(_json, '$.{field}'))")
 
 
-def _field_check(field: str, pattern: str, expected: str, required: bool = True,
-                 in_range: Column | None = None, range_text: str = "") -> Column:
+def _field_check(
+    field: str, pattern: str, expected: str, required: bool = True, in_range: Column | None = None, range_text: str = ""
+) -> Column:
     """Why a field is unusable: missing, null, of another JSON type, or (when `in_range` is given and false)
     beyond what its column can hold."""
     kind = _kind(field)
@@ -336,20 +374,38 @@ def _field_check(field: str, pattern: str, expected: str, required: bool = True,
 
 def _int_field(field: str, required: bool = True) -> Column:
     """A 32-bit integer field (ids, versions, partition numbers)."""
-    return _field_check(field, _INTEGER, "an integer", required,
-                        F.expr(f"try_variant_get(_json, '$.{field}', 'int')").isNotNull(), "not a 32-bit integer")
+    return _field_check(
+        field,
+        _INTEGER,
+        "an integer",
+        required,
+        F.expr(f"try_variant_get(_json, '$.{field}', 'int')").isNotNull(),
+        "not a 32-bit integer",
+    )
 
 
 def _epoch_ms_field(field: str) -> Column:
     value = F.expr(f"try_variant_get(_json, '$.{field}', 'bigint')")
-    return _field_check(field, _INTEGER, "an integer", True, value.between(MIN_EPOCH_MS, MAX_EPOCH_MS),
-                        f"epoch milliseconds must be {_EPOCH_RANGE}")
+    return _field_check(
+        field,
+        _INTEGER,
+        "an integer",
+        True,
+        value.between(MIN_EPOCH_MS, MAX_EPOCH_MS),
+        f"epoch milliseconds must be {_EPOCH_RANGE}",
+    )
 
 
 def _int_array_field(field: str, required: bool = True) -> Column:
     values = F.expr(f"try_variant_get(_json, '$.{field}', 'array<int>')")
-    return _field_check(field, _INT_ARRAY, "an array of integers", required,
-                        ~F.exists(values, lambda x: x.isNull()), "every element must be a 32-bit integer")
+    return _field_check(
+        field,
+        _INT_ARRAY,
+        "an array of integers",
+        required,
+        ~F.exists(values, lambda x: x.isNull()),
+        "every element must be a 32-bit integer",
+    )
 
 
 def _json_errors(checks: list[Column]) -> Column:
@@ -368,37 +424,56 @@ def _json_errors(checks: list[Column]) -> Column:
 def _cluster_check() -> Column:
     kind = _kind("cluster_id")
     return (
-        F.when(kind.isNull() & F.col("path_cluster_id").isNull(), F.lit("missing field 'cluster_id' (and no cluster= path segment)"))
+        F.when(
+            kind.isNull() & F.col("path_cluster_id").isNull(),
+            F.lit("missing field 'cluster_id' (and no cluster= path segment)"),
+        )
         .when(kind == "VOID", F.lit("field 'cluster_id' is null"))
-        .when(kind.isNotNull() & (kind != "STRING"), F.concat(F.lit("field 'cluster_id' must be a string, not "), F.lower(kind)))
-        .when((kind == "STRING") & (F.trim(F.expr("try_variant_get(_json, '$.cluster_id', 'string')")) == ""),
-              F.lit("field 'cluster_id' is empty"))
+        .when(
+            kind.isNotNull() & (kind != "STRING"),
+            F.concat(F.lit("field 'cluster_id' must be a string, not "), F.lower(kind)),
+        )
+        .when(
+            (kind == "STRING") & (F.trim(F.expr("try_variant_get(_json, '$.cluster_id', 'string')")) == ""),
+            F.lit("field 'cluster_id' is empty"),
+        )
     )
 
 
 def _node_check() -> Column:
     kind = _kind("node_id")
     return (
-        F.when(kind.isNull() & F.col("path_node").isNull(), F.lit("missing field 'node_id' (and no node= path segment)"))
-        .when(kind.isNull() & F.expr("try_cast(path_node AS INT)").isNull(), F.lit("node= path segment is not an integer"))
+        F.when(
+            kind.isNull() & F.col("path_node").isNull(), F.lit("missing field 'node_id' (and no node= path segment)")
+        )
+        .when(
+            kind.isNull() & F.expr("try_cast(path_node AS INT)").isNull(), F.lit("node= path segment is not an integer")
+        )
         .when(kind == "VOID", F.lit("field 'node_id' is null"))
-        .when(kind.isNotNull() & ~kind.rlike(_INTEGER), F.concat(F.lit("field 'node_id' must be an integer, not "), F.lower(kind)))
-        .when(kind.isNotNull() & F.expr("try_variant_get(_json, '$.node_id', 'int')").isNull(),
-              F.lit("field 'node_id' is out of range: not a 32-bit integer"))
+        .when(
+            kind.isNotNull() & ~kind.rlike(_INTEGER),
+            F.concat(F.lit("field 'node_id' must be an integer, not "), F.lower(kind)),
+        )
+        .when(
+            kind.isNotNull() & F.expr("try_variant_get(_json, '$.node_id', 'int')").isNull(),
+            F.lit("field 'node_id' is out of range: not a 32-bit integer"),
+        )
     )
 
 
 def _whole_file_errors(content_check: Column, needs_node: bool) -> Column:
     checks = [
         F.when(F.col("path_cluster_id").isNull(), F.lit("no cluster=<id> segment in the path")),
-        F.when(F.col("path_collected_at_ms").isNull(), F.lit("file name does not start with <collected_at_ms>."))
-        .when(~F.col("path_collected_at_ms").between(MIN_EPOCH_MS, MAX_EPOCH_MS),
-              F.lit(f"the time in the file name is out of range: epoch milliseconds must be {_EPOCH_RANGE}")),
+        F.when(F.col("path_collected_at_ms").isNull(), F.lit("file name does not start with <collected_at_ms>.")).when(
+            ~F.col("path_collected_at_ms").between(MIN_EPOCH_MS, MAX_EPOCH_MS),
+            F.lit(f"the time in the file name is out of range: epoch milliseconds must be {_EPOCH_RANGE}"),
+        ),
     ]
     if needs_node:
         checks.append(
-            F.when(F.col("path_node").isNull(), F.lit("no node=<id> segment in the path"))
-            .when(F.expr("try_cast(path_node AS INT)").isNull(), F.lit("node= path segment is not an integer"))
+            F.when(F.col("path_node").isNull(), F.lit("no node=<id> segment in the path")).when(
+                F.expr("try_cast(path_node AS INT)").isNull(), F.lit("node= path segment is not an integer")
+            )
         )
     checks.append(content_check)
     return F.concat_ws("; ", F.array(*checks))
@@ -422,50 +497,87 @@ def _parse_error() -> Column:
     fmt = F.col("format")
     file_level = F.col("file_error")
     unknown = F.concat(
-        F.lit("unrecognized file name in "), F.col("source"),
+        F.lit("unrecognized file name in "),
+        F.col("source"),
         F.lit("/: expected one of "),
         F.col("expected_suffixes"),
     )
     by_format = (
-        F.when(fmt == "describe_quorum_json", _json_errors([
-            _cluster_check(),
-            _epoch_ms_field("collected_at_ms"),
-            _int_field("api_version"),
-            F.when(_get("api_version", "int") < 0, F.lit("field 'api_version' is negative")),
-            _field_check("response", "^OBJECT", "an object"),
-        ]))
-        .when(fmt == "jmx_json", _json_errors([
-            _cluster_check(),
-            _node_check(),
-            _epoch_ms_field("scraped_at_ms"),
-            _field_check("mbean", "^STRING$", "a string"),
-            F.when(F.trim(F.expr("try_variant_get(_json, '$.mbean', 'string')")) == "", F.lit("field 'mbean' is empty")),
-            _field_check("attribute", "^STRING$", "a string"),
-            F.when(F.trim(F.expr("try_variant_get(_json, '$.attribute', 'string')")) == "",
-                   F.lit("field 'attribute' is empty")),
-            _field_check("value", _NUMBER, "a number"),
-        ]))
-        .when(fmt == "partition_json", _json_errors([
-            _cluster_check(),
-            _epoch_ms_field("collected_at_ms"),
-            _field_check("topic", "^STRING$", "a string"),
-            _int_field("partition"),
-            _int_field("leader"),
-            _int_array_field("replicas"),
-            _int_array_field("isr"),
-            _int_field("min_isr"),
-            _int_array_field("adding_replicas", required=False),
-            _int_array_field("removing_replicas", required=False),
-            _int_array_field("elr", required=False),
-        ]))
-        .when(fmt == "quorum_cli_replication", _whole_file_errors(
-            F.when(~_has_line(r"^NodeId\s"), F.lit("not a 'describe --replication' capture (no NodeId header)")), False))
-        .when(fmt == "quorum_cli_status", _whole_file_errors(
-            F.when(~_has_line(r"^LeaderId:"), F.lit("not a 'describe --status' capture (no LeaderId line)")), False))
-        .when(fmt == "kafka_topics_cli", _whole_file_errors(
-            F.when(~_has_line(r"^\s*Topic:"), F.lit("not a 'kafka-topics --describe' capture (no Topic: line)")), False))
-        .when(fmt == "prometheus_text", _whole_file_errors(
-            F.when(~_has_line(r"^[ \t]*[a-zA-Z_:]"), F.lit("no samples in the scrape")), True))
+        F.when(
+            fmt == "describe_quorum_json",
+            _json_errors(
+                [
+                    _cluster_check(),
+                    _epoch_ms_field("collected_at_ms"),
+                    _int_field("api_version"),
+                    F.when(_get("api_version", "int") < 0, F.lit("field 'api_version' is negative")),
+                    _field_check("response", "^OBJECT", "an object"),
+                ]
+            ),
+        )
+        .when(
+            fmt == "jmx_json",
+            _json_errors(
+                [
+                    _cluster_check(),
+                    _node_check(),
+                    _epoch_ms_field("scraped_at_ms"),
+                    _field_check("mbean", "^STRING$", "a string"),
+                    F.when(
+                        F.trim(F.expr("try_variant_get(_json, '$.mbean', 'string')")) == "",
+                        F.lit("field 'mbean' is empty"),
+                    ),
+                    _field_check("attribute", "^STRING$", "a string"),
+                    F.when(
+                        F.trim(F.expr("try_variant_get(_json, '$.attribute', 'string')")) == "",
+                        F.lit("field 'attribute' is empty"),
+                    ),
+                    _field_check("value", _NUMBER, "a number"),
+                ]
+            ),
+        )
+        .when(
+            fmt == "partition_json",
+            _json_errors(
+                [
+                    _cluster_check(),
+                    _epoch_ms_field("collected_at_ms"),
+                    _field_check("topic", "^STRING$", "a string"),
+                    _int_field("partition"),
+                    _int_field("leader"),
+                    _int_array_field("replicas"),
+                    _int_array_field("isr"),
+                    _int_field("min_isr"),
+                    _int_array_field("adding_replicas", required=False),
+                    _int_array_field("removing_replicas", required=False),
+                    _int_array_field("elr", required=False),
+                ]
+            ),
+        )
+        .when(
+            fmt == "quorum_cli_replication",
+            _whole_file_errors(
+                F.when(~_has_line(r"^NodeId\s"), F.lit("not a 'describe --replication' capture (no NodeId header)")),
+                False,
+            ),
+        )
+        .when(
+            fmt == "quorum_cli_status",
+            _whole_file_errors(
+                F.when(~_has_line(r"^LeaderId:"), F.lit("not a 'describe --status' capture (no LeaderId line)")), False
+            ),
+        )
+        .when(
+            fmt == "kafka_topics_cli",
+            _whole_file_errors(
+                F.when(~_has_line(r"^\s*Topic:"), F.lit("not a 'kafka-topics --describe' capture (no Topic: line)")),
+                False,
+            ),
+        )
+        .when(
+            fmt == "prometheus_text",
+            _whole_file_errors(F.when(~_has_line(r"^[ \t]*[a-zA-Z_:]"), F.lit("no samples in the scrape")), True),
+        )
         .when(fmt == "unknown", unknown)
     )
     message = F.coalesce(file_level, F.col("line_error"), by_format)

@@ -40,8 +40,9 @@ class GxValidator:
         definition = self._definition(suite, params)
         # BASIC gives the counts silver.dq_validations records; no sample of unexpected values (a Spark job per
         # expectation that nobody reads: the quarantine holds every failing row with its rule names)
-        result = definition.run(batch_parameters={"dataframe": df},
-                                result_format={"result_format": "BASIC", "partial_unexpected_count": 0})
+        result = definition.run(
+            batch_parameters={"dataframe": df}, result_format={"result_format": "BASIC", "partial_unexpected_count": 0}
+        )
         outcomes = []
         for r in result.results:
             config = r.expectation_config

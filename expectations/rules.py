@@ -63,8 +63,9 @@ class Rule:
                 f"SELECT * FROM (SELECT *, coalesce(({self.row_predicate(params)}), false) AS __passes "
                 "FROM {batch}) WHERE NOT __passes"
             )
-            return gxe.UnexpectedRowsExpectation(unexpected_rows_query=query, description=self.description or self.name,
-                                                 meta=meta)
+            return gxe.UnexpectedRowsExpectation(
+                unexpected_rows_query=query, description=self.description or self.name, meta=meta
+            )
         classes = {
             "expect_column_values_to_not_be_null": gxe.ExpectColumnValuesToNotBeNull,
             "expect_column_values_to_be_between": gxe.ExpectColumnValuesToBeBetween,
@@ -106,8 +107,10 @@ def rule_params(run_at: datetime, future_skew_ms: int) -> dict[str, Any]:
 
 def with_failed_rules(rows: DataFrame, suite: Suite, params: dict[str, Any]) -> DataFrame:
     """Add `failed_rules ARRAY<STRING>`: the names of every rule the row fails (empty when valid)."""
-    flags = [F.expr(f"coalesce(({rule.row_predicate(params)}), false)").alias(f"__ok_{i}")
-             for i, rule in enumerate(suite.rules)]
+    flags = [
+        F.expr(f"coalesce(({rule.row_predicate(params)}), false)").alias(f"__ok_{i}")
+        for i, rule in enumerate(suite.rules)
+    ]
     flagged = rows.select("*", *flags)
     names = [F.when(~F.col(f"__ok_{i}"), F.lit(rule.name)) for i, rule in enumerate(suite.rules)]
     failed: Column = F.filter(F.array(*names), lambda x: x.isNotNull()) if names else F.array().cast("array<string>")

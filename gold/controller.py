@@ -24,10 +24,27 @@ from pyspark.sql import functions as F
 from gold.quorum import window_start
 
 CONTROLLER_HEALTH_COLUMNS = [
-    "cluster_id", "node_id", "window_start", "window_end", "node_role", "scrapes", "last_scraped_at", "raft_state",
-    "current_vote", "avg_commit_latency_ms", "max_commit_latency_ms", "avg_election_latency_ms",
-    "max_election_latency_ms", "unknown_voter_connections", "append_records_per_s", "fetch_records_per_s",
-    "fenced_brokers", "active_brokers", "metadata_errors", "timed_out_broker_heartbeats", "active_controller_count",
+    "cluster_id",
+    "node_id",
+    "window_start",
+    "window_end",
+    "node_role",
+    "scrapes",
+    "last_scraped_at",
+    "raft_state",
+    "current_vote",
+    "avg_commit_latency_ms",
+    "max_commit_latency_ms",
+    "avg_election_latency_ms",
+    "max_election_latency_ms",
+    "unknown_voter_connections",
+    "append_records_per_s",
+    "fetch_records_per_s",
+    "fenced_brokers",
+    "active_brokers",
+    "metadata_errors",
+    "timed_out_broker_heartbeats",
+    "active_controller_count",
 ]
 
 # per-scrape column -> canonical metric of silver.node_metrics (silver/prometheus_text.py)
@@ -78,9 +95,11 @@ def _last(column: str) -> Column:
 def _windowed(scrapes: DataFrame, window_minutes: int) -> DataFrame:
     width = F.make_dt_interval(F.lit(0), F.lit(0), F.lit(window_minutes))
     errors = F.when(
-        F.col("_controller_errors").isNotNull() | F.col("_broker_load_errors").isNotNull()
+        F.col("_controller_errors").isNotNull()
+        | F.col("_broker_load_errors").isNotNull()
         | F.col("_broker_apply_errors").isNotNull(),
-        F.coalesce("_controller_errors", F.lit(0.0)) + F.coalesce("_broker_load_errors", F.lit(0.0))
+        F.coalesce("_controller_errors", F.lit(0.0))
+        + F.coalesce("_broker_load_errors", F.lit(0.0))
         + F.coalesce("_broker_apply_errors", F.lit(0.0)),
     )
     return (

@@ -13,8 +13,16 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 DIVERGENCE_COLUMNS = [
-    "cluster_id", "node_id", "scraped_at", "node_role", "active_controller_id", "controller_scraped_at",
-    "node_last_applied_offset", "controller_last_committed_offset", "divergence_records", "last_applied_lag_ms",
+    "cluster_id",
+    "node_id",
+    "scraped_at",
+    "node_role",
+    "active_controller_id",
+    "controller_scraped_at",
+    "node_last_applied_offset",
+    "controller_last_committed_offset",
+    "divergence_records",
+    "last_applied_lag_ms",
 ]
 
 
@@ -53,27 +61,35 @@ def build_metadata_offset_divergence(metrics: DataFrame, tolerance_ms: int) -> D
     bucket = F.floor(F.unix_millis("scraped_at") / width)
     near = scrapes.select("*", F.explode(F.array(bucket - 1, bucket, bucket + 1)).alias("_bucket"))
     candidates = controllers.withColumn("_bucket", F.floor(F.unix_millis("controller_scraped_at") / width))
-    pairs = near.join(candidates, ["cluster_id", "_bucket"], "left").drop("_bucket").where(
-        F.col("controller_scraped_at").isNull() | (distance <= tolerance_ms)
+    pairs = (
+        near.join(candidates, ["cluster_id", "_bucket"], "left")
+        .drop("_bucket")
+        .where(F.col("controller_scraped_at").isNull() | (distance <= tolerance_ms))
     )
     nearest = Window.partitionBy("cluster_id", "node_id", "scraped_at").orderBy(
-        distance.asc_nulls_last(), F.col("controller_scraped_at").asc_nulls_last())
+        distance.asc_nulls_last(), F.col("controller_scraped_at").asc_nulls_last()
+    )
     best = pairs.withColumn("_n", F.row_number().over(nearest)).where(F.col("_n") == 1)
     # scrapes with no controller within the tolerance lost their rows in the join filter: add them back
     matched = best.select("cluster_id", "node_id", "scraped_at")
     unmatched = scrapes.join(matched, ["cluster_id", "node_id", "scraped_at"], "left_anti").select(
-        "*", F.lit(None).cast("int").alias("active_controller_id"),
+        "*",
+        F.lit(None).cast("int").alias("active_controller_id"),
         F.lit(None).cast("timestamp").alias("controller_scraped_at"),
         F.lit(None).cast("double").alias("controller_last_committed_offset"),
     )
     all_rows = best.drop("_n").unionByName(unmatched)
     controller_only = F.col("node_role") == "controller"
     applied = F.when(controller_only, F.col("_controller_applied")).otherwise(
-        F.coalesce("_broker_applied", "_controller_applied"))
+        F.coalesce("_broker_applied", "_controller_applied")
+    )
     lag = F.when(controller_only, F.col("_controller_lag")).otherwise(F.coalesce("_broker_lag", "_controller_lag"))
     committed = F.col("controller_last_committed_offset")
     return all_rows.select(
-        "cluster_id", "node_id", "scraped_at", "node_role",
+        "cluster_id",
+        "node_id",
+        "scraped_at",
+        "node_role",
         F.when(committed.isNotNull(), F.col("active_controller_id")).cast("int").alias("active_controller_id"),
         F.when(committed.isNotNull(), F.col("controller_scraped_at")).alias("controller_scraped_at"),
         # try_cast: a scraped value is a double (NaN, ±Inf or 1e300 are valid samples); under ANSI mode a plain

@@ -12,12 +12,37 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-ISR_HEALTH_COLUMNS = ["cluster_id", "collected_at", "partitions", "offline", "under_min_isr", "at_min_isr",
-                      "under_replicated"]
-ISR_BY_TOPIC_COLUMNS = ["cluster_id", "collected_at", "topic", "partitions", "offline", "under_min_isr",
-                        "at_min_isr", "under_replicated"]
-EPISODE_COLUMNS = ["cluster_id", "topic", "partition", "started_at", "ended_at", "duration_ms", "snapshots",
-                   "escalated", "max_status", "bounces"]
+ISR_HEALTH_COLUMNS = [
+    "cluster_id",
+    "collected_at",
+    "partitions",
+    "offline",
+    "under_min_isr",
+    "at_min_isr",
+    "under_replicated",
+]
+ISR_BY_TOPIC_COLUMNS = [
+    "cluster_id",
+    "collected_at",
+    "topic",
+    "partitions",
+    "offline",
+    "under_min_isr",
+    "at_min_isr",
+    "under_replicated",
+]
+EPISODE_COLUMNS = [
+    "cluster_id",
+    "topic",
+    "partition",
+    "started_at",
+    "ended_at",
+    "duration_ms",
+    "snapshots",
+    "escalated",
+    "max_status",
+    "bounces",
+]
 
 
 def _counts():
@@ -39,8 +64,9 @@ def build_isr_health_by_topic(partitions: DataFrame) -> DataFrame:
     return partitions.groupBy("cluster_id", "collected_at", "topic").agg(*_counts()).select(*ISR_BY_TOPIC_COLUMNS)
 
 
-def build_at_min_isr_episodes(partitions: DataFrame, earlier_starts: DataFrame | None = None,
-                              flap_window_minutes: int = 60) -> DataFrame:
+def build_at_min_isr_episodes(
+    partitions: DataFrame, earlier_starts: DataFrame | None = None, flap_window_minutes: int = 60
+) -> DataFrame:
     """Episodes of each partition, from its snapshots in time order (all of them from some point on that is not
     inside an episode, or an episode's start).
 
@@ -69,8 +95,12 @@ def build_at_min_isr_episodes(partitions: DataFrame, earlier_starts: DataFrame |
     episode_rows = runs.withColumn("_started", started).where(
         F.col("_started").isNotNull() & (F.col("collected_at") >= F.col("_started"))
     )
-    severity = (F.when(F.col("status") == "offline", 3).when(F.col("status") == "under_min_isr", 2)
-                .when(F.col("status") == "at_min_isr", 1).otherwise(0))
+    severity = (
+        F.when(F.col("status") == "offline", 3)
+        .when(F.col("status") == "under_min_isr", 2)
+        .when(F.col("status") == "at_min_isr", 1)
+        .otherwise(0)
+    )
     episode_rows = episode_rows.withColumn("_sev", severity)
     grouped = episode_rows.groupBy(*run_key).agg(
         F.min("collected_at").alias("started_at"),
@@ -83,18 +113,25 @@ def build_at_min_isr_episodes(partitions: DataFrame, earlier_starts: DataFrame |
     )
     end = F.coalesce(F.col("ended_at"), F.col("_partition_last"))
     episodes = grouped.select(
-        *key, "started_at", "ended_at",
+        *key,
+        "started_at",
+        "ended_at",
         (F.unix_millis(end) - F.unix_millis("started_at")).alias("duration_ms"),
-        "snapshots", "escalated",
-        F.when(F.col("_max_sev") == 3, "offline").when(F.col("_max_sev") == 2, "under_min_isr")
-        .otherwise("at_min_isr").alias("max_status"),
+        "snapshots",
+        "escalated",
+        F.when(F.col("_max_sev") == 3, "offline")
+        .when(F.col("_max_sev") == 2, "under_min_isr")
+        .otherwise("at_min_isr")
+        .alias("max_status"),
         F.lit(False).alias("_earlier"),
     )
     if earlier_starts is not None:
         episodes = episodes.unionByName(
-            earlier_starts.select(*key, "started_at").withColumn("_earlier", F.lit(True)), allowMissingColumns=True)
-    recent = (Window.partitionBy(*key).orderBy(F.unix_millis("started_at"))
-              .rangeBetween(-flap_window_minutes * 60_000, -1))
+            earlier_starts.select(*key, "started_at").withColumn("_earlier", F.lit(True)), allowMissingColumns=True
+        )
+    recent = (
+        Window.partitionBy(*key).orderBy(F.unix_millis("started_at")).rangeBetween(-flap_window_minutes * 60_000, -1)
+    )
     return (
         episodes.withColumn("bounces", F.count(F.lit(1)).over(recent).cast("int"))
         .where(~F.col("_earlier"))

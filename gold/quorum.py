@@ -13,13 +13,37 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 QUORUM_STATUS_COLUMNS = [
-    "cluster_id", "collected_at", "window_start", "source", "error_code", "leader_id", "leader_epoch",
-    "high_watermark", "max_follower_lag", "max_follower_lag_time_ms", "voters", "voters_within_slo", "observers",
-    "is_good", "leader_change", "hw_last_increase_at", "hw_stalled",
+    "cluster_id",
+    "collected_at",
+    "window_start",
+    "source",
+    "error_code",
+    "leader_id",
+    "leader_epoch",
+    "high_watermark",
+    "max_follower_lag",
+    "max_follower_lag_time_ms",
+    "voters",
+    "voters_within_slo",
+    "observers",
+    "is_good",
+    "leader_change",
+    "hw_last_increase_at",
+    "hw_stalled",
 ]
 QUORUM_HEALTH_COLUMNS = [
-    "cluster_id", "window_start", "window_end", "snapshots", "leader_changes", "leaders", "high_watermark_advance",
-    "high_watermark_stalled", "max_follower_lag", "max_follower_lag_time_ms", "good_snapshots", "sli",
+    "cluster_id",
+    "window_start",
+    "window_end",
+    "snapshots",
+    "leader_changes",
+    "leaders",
+    "high_watermark_advance",
+    "high_watermark_stalled",
+    "max_follower_lag",
+    "max_follower_lag_time_ms",
+    "good_snapshots",
+    "sli",
 ]
 
 
@@ -38,28 +62,46 @@ def follower_lag(replicas: DataFrame, slo_ms: int) -> DataFrame:
     caught_up = F.unix_millis("last_caught_up_at")
     per_snapshot = voters.groupBy("cluster_id", "collected_at").agg(
         # first minimum in response order: the smallest (LEO, position)
-        F.min(F.struct(leo.alias("leo"), F.col("position").alias("position"), F.col("role").alias("role"),
-                       caught_up.alias("caught_up"))).alias("_min"),
-        F.max(F.when(F.col("role") == "leader", F.struct(leo.alias("leo"), caught_up.alias("caught_up")))).alias("_leader"),
+        F.min(
+            F.struct(
+                leo.alias("leo"),
+                F.col("position").alias("position"),
+                F.col("role").alias("role"),
+                caught_up.alias("caught_up"),
+            )
+        ).alias("_min"),
+        F.max(F.when(F.col("role") == "leader", F.struct(leo.alias("leo"), caught_up.alias("caught_up")))).alias(
+            "_leader"
+        ),
         F.count_if(F.col("caught_up_lag_ms") <= slo_ms).alias("voters_within_slo"),
     )
     lag = F.col("_leader.leo") - F.col("_min.leo")
     lag_time = (
         F.when(F.col("_min.role") == "leader", F.lit(0))
-        .when(F.col("_leader.caught_up").isNotNull() & F.col("_min.caught_up").isNotNull(),
-              F.col("_leader.caught_up") - F.col("_min.caught_up"))
+        .when(
+            F.col("_leader.caught_up").isNotNull() & F.col("_min.caught_up").isNotNull(),
+            F.col("_leader.caught_up") - F.col("_min.caught_up"),
+        )
         .otherwise(F.lit(-1))
     )
     return per_snapshot.select(
-        "cluster_id", "collected_at",
+        "cluster_id",
+        "collected_at",
         F.when(F.col("_leader").isNotNull(), lag).cast("bigint").alias("max_follower_lag"),
         F.when(F.col("_leader").isNotNull(), lag_time).cast("bigint").alias("max_follower_lag_time_ms"),
         F.col("voters_within_slo").cast("int").alias("voters_within_slo"),
     )
 
 
-def build_quorum_status(snapshots: DataFrame, replicas: DataFrame, seed: DataFrame | None, *, slo_ms: int,
-                        window_minutes: int, stall_ms: int) -> DataFrame:
+def build_quorum_status(
+    snapshots: DataFrame,
+    replicas: DataFrame,
+    seed: DataFrame | None,
+    *,
+    slo_ms: int,
+    window_minutes: int,
+    stall_ms: int,
+) -> DataFrame:
     """One gold row per snapshot of `snapshots` (silver.quorum_snapshots rows, all of a cluster from some time on).
 
     `replicas` are the silver.replica_states rows of those snapshots. `seed` holds the gold.quorum_status rows
@@ -68,7 +110,13 @@ def build_quorum_status(snapshots: DataFrame, replicas: DataFrame, seed: DataFra
     """
     lags = follower_lag(replicas, slo_ms)
     rows = snapshots.join(lags, ["cluster_id", "collected_at"], "left").select(
-        "cluster_id", "collected_at", "source", "error_code", "leader_id", "leader_epoch", "high_watermark",
+        "cluster_id",
+        "collected_at",
+        "source",
+        "error_code",
+        "leader_id",
+        "leader_epoch",
+        "high_watermark",
         # a CLI capture with only --status has no replica rows: the printed numbers are what the CLI computed
         F.coalesce("max_follower_lag", "cli_max_follower_lag").alias("max_follower_lag"),
         F.coalesce("max_follower_lag_time_ms", "cli_max_follower_lag_time_ms").alias("max_follower_lag_time_ms"),
@@ -81,39 +129,61 @@ def build_quorum_status(snapshots: DataFrame, replicas: DataFrame, seed: DataFra
         F.lit(None).cast("timestamp").alias("_seed_increase_at"),
     )
     if seed is not None:
-        rows = rows.unionByName(seed.select(
-            "cluster_id", "collected_at", "source", "error_code", "leader_id", "leader_epoch", "high_watermark",
-            "max_follower_lag", "max_follower_lag_time_ms", "voters", "voters_within_slo", "observers",
-            F.lit(True).alias("_is_seed"), F.col("hw_last_increase_at").alias("_seed_increase_at"),
-        ))
+        rows = rows.unionByName(
+            seed.select(
+                "cluster_id",
+                "collected_at",
+                "source",
+                "error_code",
+                "leader_id",
+                "leader_epoch",
+                "high_watermark",
+                "max_follower_lag",
+                "max_follower_lag_time_ms",
+                "voters",
+                "voters_within_slo",
+                "observers",
+                F.lit(True).alias("_is_seed"),
+                F.col("hw_last_increase_at").alias("_seed_increase_at"),
+            )
+        )
     by_time = Window.partitionBy("cluster_id").orderBy("collected_at")
     prev_epoch = F.lag("leader_epoch").over(by_time)
     known_hw = F.col("high_watermark").isNotNull()
     with_prev = (
         rows.withColumn("_known_hw", known_hw)
         .withColumn("_prev_epoch", prev_epoch)
-        .withColumn("_prev_hw", F.lag("high_watermark").over(
-            Window.partitionBy("cluster_id", "_known_hw").orderBy("collected_at")))
+        .withColumn(
+            "_prev_hw",
+            F.lag("high_watermark").over(Window.partitionBy("cluster_id", "_known_hw").orderBy("collected_at")),
+        )
     )
-    increase_at = (
-        F.when(F.col("_is_seed"), F.col("_seed_increase_at"))
-        .when(F.col("_known_hw") & (F.col("_prev_hw").isNull() | (F.col("high_watermark") > F.col("_prev_hw"))),
-              F.col("collected_at"))
+    increase_at = F.when(F.col("_is_seed"), F.col("_seed_increase_at")).when(
+        F.col("_known_hw") & (F.col("_prev_hw").isNull() | (F.col("high_watermark") > F.col("_prev_hw"))),
+        F.col("collected_at"),
     )
-    upto = Window.partitionBy("cluster_id", "_known_hw").orderBy("collected_at").rowsBetween(
-        Window.unboundedPreceding, Window.currentRow)
+    upto = (
+        Window.partitionBy("cluster_id", "_known_hw")
+        .orderBy("collected_at")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
     computed = (
         with_prev.withColumn("_increase_at", increase_at)
         .withColumn("hw_last_increase_at", F.when(F.col("_known_hw"), F.max("_increase_at").over(upto)))
         .withColumn(
             "leader_change",
-            F.when(F.col("leader_epoch").isNotNull() & F.col("_prev_epoch").isNotNull()
-                   & (F.col("leader_epoch") > F.col("_prev_epoch")), 1).otherwise(0),
+            F.when(
+                F.col("leader_epoch").isNotNull()
+                & F.col("_prev_epoch").isNotNull()
+                & (F.col("leader_epoch") > F.col("_prev_epoch")),
+                1,
+            ).otherwise(0),
         )
         .withColumn(
             "hw_stalled",
-            F.when(F.col("_known_hw"),
-                   (F.unix_millis("collected_at") - F.unix_millis("hw_last_increase_at")) > stall_ms),
+            F.when(
+                F.col("_known_hw"), (F.unix_millis("collected_at") - F.unix_millis("hw_last_increase_at")) > stall_ms
+            ),
         )
         .withColumn("is_good", _is_good(slo_ms))
         .withColumn("window_start", window_start(F.col("collected_at"), window_minutes))
@@ -125,7 +195,8 @@ def build_quorum_status(snapshots: DataFrame, replicas: DataFrame, seed: DataFra
 def _is_good(slo_ms: int) -> Column:
     """A quorum snapshot is good when it has a leader and its MaxFollowerLagTimeMs is between 0 and the SLO."""
     return F.coalesce(
-        (F.col("error_code") == 0) & F.col("leader_id").isNotNull()
+        (F.col("error_code") == 0)
+        & F.col("leader_id").isNotNull()
         & F.col("max_follower_lag_time_ms").between(0, slo_ms),
         F.lit(False),
     )
@@ -150,11 +221,17 @@ def build_quorum_health(status: DataFrame, window_minutes: int) -> DataFrame:
             F.count_if(F.col("is_good")).cast("bigint").alias("good_snapshots"),
         )
         .select(
-            "cluster_id", "window_start",
+            "cluster_id",
+            "window_start",
             (F.col("window_start") + width).alias("window_end"),
-            "snapshots", "leader_changes", "leaders",
+            "snapshots",
+            "leader_changes",
+            "leaders",
             (F.col("_last_hw.high_watermark") - F.col("_first_hw.high_watermark")).alias("high_watermark_advance"),
-            "high_watermark_stalled", "max_follower_lag", "max_follower_lag_time_ms", "good_snapshots",
+            "high_watermark_stalled",
+            "max_follower_lag",
+            "max_follower_lag_time_ms",
+            "good_snapshots",
             (F.col("good_snapshots") / F.col("snapshots")).alias("sli"),
         )
         .select(*QUORUM_HEALTH_COLUMNS)
@@ -167,8 +244,8 @@ def seed_before(status: DataFrame, starts: DataFrame) -> DataFrame:
     before = status.join(starts, "cluster_id").where(F.col("collected_at") < F.col("from_at"))
     latest = Window.partitionBy("cluster_id").orderBy(F.col("collected_at").desc())
     latest_known = Window.partitionBy("cluster_id", F.col("high_watermark").isNotNull()).orderBy(
-        F.col("collected_at").desc())
-    ranked = before.withColumn("_n", F.row_number().over(latest)).withColumn(
-        "_nk", F.row_number().over(latest_known))
+        F.col("collected_at").desc()
+    )
+    ranked = before.withColumn("_n", F.row_number().over(latest)).withColumn("_nk", F.row_number().over(latest_known))
     picked = ranked.where((F.col("_n") == 1) | ((F.col("_nk") == 1) & F.col("high_watermark").isNotNull()))
     return picked.drop("_n", "_nk", "from_at")

@@ -13,8 +13,18 @@ from pyspark.sql import functions as F
 from gold.quorum import window_start
 
 REPLICA_LAG_SLI_COLUMNS = [
-    "cluster_id", "replica_id", "is_voter", "window_start", "window_end", "snapshots", "max_offset_lag",
-    "p50_caught_up_lag_ms", "p99_caught_up_lag_ms", "max_caught_up_lag_ms", "max_fetch_age_ms", "good_snapshots",
+    "cluster_id",
+    "replica_id",
+    "is_voter",
+    "window_start",
+    "window_end",
+    "snapshots",
+    "max_offset_lag",
+    "p50_caught_up_lag_ms",
+    "p99_caught_up_lag_ms",
+    "max_caught_up_lag_ms",
+    "max_fetch_age_ms",
+    "good_snapshots",
     "sli",
 ]
 
@@ -29,9 +39,11 @@ def build_replica_lag_sli(replicas: DataFrame, *, slo_ms: int, window_minutes: i
         .agg(
             F.count(F.lit(1)).cast("bigint").alias("snapshots"),
             F.max("offset_lag").alias("max_offset_lag"),
-            F.expr("percentile_disc(0.5) WITHIN GROUP (ORDER BY caught_up_lag_ms)").cast("bigint")
+            F.expr("percentile_disc(0.5) WITHIN GROUP (ORDER BY caught_up_lag_ms)")
+            .cast("bigint")
             .alias("p50_caught_up_lag_ms"),
-            F.expr("percentile_disc(0.99) WITHIN GROUP (ORDER BY caught_up_lag_ms)").cast("bigint")
+            F.expr("percentile_disc(0.99) WITHIN GROUP (ORDER BY caught_up_lag_ms)")
+            .cast("bigint")
             .alias("p99_caught_up_lag_ms"),
             F.max("caught_up_lag_ms").alias("max_caught_up_lag_ms"),
             F.max("fetch_age_ms").alias("max_fetch_age_ms"),

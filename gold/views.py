@@ -26,11 +26,14 @@ FLEET_OVERVIEW = ViewSpec(
     (
         ("cluster_id", "Cluster"),
         ("as_of", "Time of the latest data for the cluster"),
-        ("status", "critical, warn, stale or ok, the first that holds. critical: no leader, quorum error, known voter "
-                   "lag leaving less than a majority within the SLO, under-min-ISR or offline partitions, or an "
-                   "active-controller count other than 1; warn: AtMinIsr partitions, lag over the SLO or unknown, a "
-                   "stalled high watermark, a node diverging from the controller, metadata errors, unknown voter "
-                   "connections or fenced brokers; stale: no quorum snapshot for the configured minutes"),
+        (
+            "status",
+            "critical, warn, stale or ok, the first that holds. critical: no leader, quorum error, known voter "
+            "lag leaving less than a majority within the SLO, under-min-ISR or offline partitions, or an "
+            "active-controller count other than 1; warn: AtMinIsr partitions, lag over the SLO or unknown, a "
+            "stalled high watermark, a node diverging from the controller, metadata errors, unknown voter "
+            "connections or fenced brokers; stale: no quorum snapshot for the configured minutes",
+        ),
         ("leader_id", "Quorum leader in the latest snapshot"),
         ("leader_epoch", "Leader epoch in the latest snapshot"),
         ("max_follower_lag", "MaxFollowerLag in the latest snapshot (records)"),
@@ -44,8 +47,10 @@ FLEET_OVERVIEW = ViewSpec(
         ("worst_divergence_records", "Largest metadata offset divergence among the nodes' latest scrapes (records)"),
         ("worst_last_applied_lag_ms", "Largest last-applied-record lag among the nodes' latest scrapes (ms)"),
         ("last_snapshot_at", "Time of the cluster's latest quorum snapshot"),
-        ("is_stale", "No quorum snapshot (or, without any, no data at all) for the configured minutes, by the "
-                     "query's clock"),
+        (
+            "is_stale",
+            "No quorum snapshot (or, without any, no data at all) for the configured minutes, by the query's clock",
+        ),
         ("active_controllers", "Sum of ActiveControllerCount over the nodes' latest scrapes (1 when healthy)"),
         ("unknown_voter_connections", "Most unknown voter connections a node reported in its latest window"),
         ("metadata_errors", "Largest metadata error count a node reported in its latest window"),
@@ -134,8 +139,11 @@ SLO_ATTAINMENT_DAILY = ViewSpec(
         ("day", "UTC day"),
         ("snapshots", "Quorum snapshots that day, error responses included (additive: sum it)"),
         ("good_snapshots", "Snapshots with a leader and MaxFollowerLagTimeMs within the SLO (additive: sum it)"),
-        ("sli", "good_snapshots / snapshots for this cluster and day only; roll up as sum(good_snapshots) / "
-                "sum(snapshots), never avg(sli)"),
+        (
+            "sli",
+            "good_snapshots / snapshots for this cluster and day only; roll up as sum(good_snapshots) / "
+            "sum(snapshots), never avg(sli)",
+        ),
     ),
     """
     SELECT cluster_id, to_date(collected_at) AS day, count(*) AS snapshots, count_if(is_good) AS good_snapshots,
@@ -184,6 +192,7 @@ class MetricViewSpec:
     aggregate expressions over the source's rows, evaluated at whatever grain a query groups by, so a ratio measure
     re-aggregates correctly in every BI tool. Open-source Spark cannot create one: locally the documented view
     `gold.v_slo_attainment_daily` (additive counts + roll-up rule in its comments) stands in."""
+
     name: str
     yaml: str  # the metric view definition, with {gold.table} placeholders for the source
 

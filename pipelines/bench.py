@@ -29,8 +29,16 @@ from pipelines.simulator import FleetSpec, generate
 Progress = Callable[[str], None]
 
 REPLICAS_PER_SNAPSHOT = 8  # 3 controllers (voters) + 5 brokers (observers)
-_BASE = FleetSpec(brokers=5, controllers=3, topics=4, partitions=6, interval_s=10, partitions_every=6,
-                  scrape_every=30, scenarios=("healthy", "lagging-voter", "broker-failure", "metadata-divergence"))
+_BASE = FleetSpec(
+    brokers=5,
+    controllers=3,
+    topics=4,
+    partitions=6,
+    interval_s=10,
+    partitions_every=6,
+    scrape_every=30,
+    scenarios=("healthy", "lagging-voter", "broker-failure", "metadata-divergence"),
+)
 # size -> (clusters, replica rows)
 SIZES = {"small": (4, 100_000), "medium": (8, 1_000_000), "large": (16, 10_000_000)}
 MARKER = ".quorumlake-bench"
@@ -50,9 +58,13 @@ def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
     spec = fleet_for(size)
     progress(f"bench: generating the {size} fleet ({spec.clusters} clusters x {spec.steps} snapshots)")
     summary = generate(full, spec)
-    results: dict = {"size": size, "landing_files": summary.total_files, "landing_records": summary.total_records,
-                     "replica_rows": spec.clusters * spec.steps * REPLICAS_PER_SNAPSHOT,
-                     "landing_bytes": _bytes(full)}
+    results: dict = {
+        "size": size,
+        "landing_files": summary.total_files,
+        "landing_records": summary.total_records,
+        "replica_rows": spec.clusters * spec.steps * REPLICAS_PER_SNAPSHOT,
+        "landing_bytes": _bytes(full),
+    }
 
     progress("bench: floor (read once, write raw and replica rows)")
     results["floor_s"], _ = _timed([sys.executable, "-m", "pipelines.bench", "floor", str(full), str(root / "floor")])
@@ -69,8 +81,9 @@ def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
 
     progress("bench: a run with nothing new, and Spark's own start-up")
     results["noop_s"], _ = _run(full, root / "warehouse", root / "noop.json")
-    results["startup_s"], _ = _timed([sys.executable, "-m", "pipelines.bench", "startup",
-                                      str(root / "warehouse" / "gold" / "quorum_health")])
+    results["startup_s"], _ = _timed(
+        [sys.executable, "-m", "pipelines.bench", "startup", str(root / "warehouse" / "gold" / "quorum_health")]
+    )
     results["noop_over_startup"] = round(results["noop_s"] / results["startup_s"], 2)
 
     progress(f"bench: the same 1% batch after {history}x history, and into an empty warehouse")
@@ -113,8 +126,20 @@ def _run(landing: Path, warehouse: Path, stats: Path, exclude_batch: bool = Fals
                 hidden.append((folder, folder.with_name("_batch")))
                 folder.rename(folder.with_name("_batch"))
     try:
-        seconds, _ = _timed([sys.executable, "-m", "pipelines.cli", "run", "--landing", str(landing),
-                             "--warehouse", str(warehouse), "--stats", str(stats)])
+        seconds, _ = _timed(
+            [
+                sys.executable,
+                "-m",
+                "pipelines.cli",
+                "run",
+                "--landing",
+                str(landing),
+                "--warehouse",
+                str(warehouse),
+                "--stats",
+                str(stats),
+            ]
+        )
     finally:
         for folder, moved in hidden:
             moved.rename(folder)
@@ -137,10 +162,26 @@ def _bytes(root: Path) -> int:
 
 def table(results: dict) -> str:
     """The results as an aligned two-column table."""
-    keys = ["size", "replica_rows", "landing_files", "landing_bytes", "floor_s", "backfill_s", "backfill_layers_s",
-            "backfill_over_floor", "rows_written", "rows_per_second", "dq_share_of_silver", "startup_s", "noop_s",
-            "noop_over_startup", "history", "incremental_after_history_s", "incremental_into_empty_s",
-            "incremental_after_history_over_empty"]
+    keys = [
+        "size",
+        "replica_rows",
+        "landing_files",
+        "landing_bytes",
+        "floor_s",
+        "backfill_s",
+        "backfill_layers_s",
+        "backfill_over_floor",
+        "rows_written",
+        "rows_per_second",
+        "dq_share_of_silver",
+        "startup_s",
+        "noop_s",
+        "noop_over_startup",
+        "history",
+        "incremental_after_history_s",
+        "incremental_into_empty_s",
+        "incremental_after_history_over_empty",
+    ]
     width = max(len(k) for k in keys)
     lines = []
     for k in keys:
@@ -154,10 +195,12 @@ def table(results: dict) -> str:
 # --- the floors, run as their own processes -------------------------------------------------------------------------
 
 _REPLICA = "replicaId INT, logEndOffset BIGINT, lastFetchTimestamp BIGINT, lastCaughtUpTimestamp BIGINT"
-_ENVELOPE = (f"cluster_id STRING, collected_at_ms BIGINT, api_version INT, response STRUCT<errorCode: INT, "
-             f"topics: ARRAY<STRUCT<topicName: STRING, partitions: ARRAY<STRUCT<partitionIndex: INT, "
-             f"errorCode: INT, leaderId: INT, leaderEpoch: INT, highWatermark: BIGINT, "
-             f"currentVoters: ARRAY<STRUCT<{_REPLICA}>>, observers: ARRAY<STRUCT<{_REPLICA}>>>>>>>")
+_ENVELOPE = (
+    f"cluster_id STRING, collected_at_ms BIGINT, api_version INT, response STRUCT<errorCode: INT, "
+    f"topics: ARRAY<STRUCT<topicName: STRING, partitions: ARRAY<STRUCT<partitionIndex: INT, "
+    f"errorCode: INT, leaderId: INT, leaderEpoch: INT, highWatermark: BIGINT, "
+    f"currentVoters: ARRAY<STRUCT<{_REPLICA}>>, observers: ARRAY<STRUCT<{_REPLICA}>>>>>>>"
+)
 
 
 def _floor(landing: str, out: str) -> None:
@@ -165,18 +208,29 @@ def _floor(landing: str, out: str) -> None:
     from pyspark.sql import functions as F
 
     spark = _session(out)
-    lines = (spark.read.option("recursiveFileLookup", "true").text(landing)
-             .withColumn("source_file", F.input_file_name()).persist())
+    lines = (
+        spark.read.option("recursiveFileLookup", "true")
+        .text(landing)
+        .withColumn("source_file", F.input_file_name())
+        .persist()
+    )
     lines.write.format("delta").save(f"{out}/raw")
     quorum = lines.where(F.col("source_file").contains("/quorum/") & F.col("source_file").rlike(r"\.jsonl(\.gz)?$"))
     env = quorum.select(F.from_json("value", _ENVELOPE).alias("e")).select("e.*")
     partitions = env.select("cluster_id", "collected_at_ms", F.explode("response.topics").alias("t")).select(
-        "cluster_id", "collected_at_ms", F.explode("t.partitions").alias("p"))
+        "cluster_id", "collected_at_ms", F.explode("t.partitions").alias("p")
+    )
     replicas = partitions.select(
-        "cluster_id", F.timestamp_millis("collected_at_ms").alias("collected_at"), "p.leaderId",
-        F.explode(F.concat(F.transform("p.currentVoters", lambda r: F.struct(r.alias("r"), F.lit(True).alias("v"))),
-                           F.transform("p.observers", lambda r: F.struct(r.alias("r"), F.lit(False).alias("v")))))
-        .alias("x")).select("cluster_id", "collected_at", "leaderId", "x.r.*", F.col("x.v").alias("is_voter"))
+        "cluster_id",
+        F.timestamp_millis("collected_at_ms").alias("collected_at"),
+        "p.leaderId",
+        F.explode(
+            F.concat(
+                F.transform("p.currentVoters", lambda r: F.struct(r.alias("r"), F.lit(True).alias("v"))),
+                F.transform("p.observers", lambda r: F.struct(r.alias("r"), F.lit(False).alias("v"))),
+            )
+        ).alias("x"),
+    ).select("cluster_id", "collected_at", "leaderId", "x.r.*", F.col("x.v").alias("is_voter"))
     replicas.write.format("delta").save(f"{out}/replicas")
 
 

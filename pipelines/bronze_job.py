@@ -29,8 +29,7 @@ from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 
 Progress = Callable[[str], None]
 
-_FILES_SCHEMA = ("path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, "
-                 "data BINARY, read_error STRING")
+_FILES_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, data BINARY, read_error STRING"
 _LISTING_SCHEMA = "source STRING, path STRING, file_size BIGINT, file_modified_at TIMESTAMP"
 
 
@@ -56,8 +55,9 @@ def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
         new = _new_files(lakehouse, listing)
         progress(f"bronze: {len(listing)} landing files, {len(new)} new")
         lakehouse.tune_for(sum(f.size for f in new))
-        chunk_bytes = config.bronze_chunk_bytes if _stages(config) else min(config.bronze_chunk_bytes,
-                                                                             IN_MEMORY_CHUNK_BYTES)
+        chunk_bytes = (
+            config.bronze_chunk_bytes if _stages(config) else min(config.bronze_chunk_bytes, IN_MEMORY_CHUNK_BYTES)
+        )
         for chunk in chunks(new, chunk_bytes):
             touched |= _ingest(lakehouse, chunk)
         reached(config, "bronze:recorded")
@@ -87,15 +87,24 @@ def _new_files(lakehouse: Lakehouse, listing: list[LandingFile]) -> list[Landing
         return []
     spark = lakehouse.spark
     # as Arrow: a fleet's listing is 10^5 files, which as Python rows took Spark ~15 s to take in
-    listed = spark.createDataFrame(pa.table({
-        "source": pa.array([f.source for f in listing], pa.string()),
-        "path": pa.array([f.path for f in listing], pa.string()),
-        "file_size": pa.array([f.size for f in listing], pa.int64()),
-        "file_modified_at": pa.array([f.modified_at for f in listing], pa.timestamp("us", tz="UTC")),
-    }), _LISTING_SCHEMA)
+    listed = spark.createDataFrame(
+        pa.table(
+            {
+                "source": pa.array([f.source for f in listing], pa.string()),
+                "path": pa.array([f.path for f in listing], pa.string()),
+                "file_size": pa.array([f.size for f in listing], pa.int64()),
+                "file_modified_at": pa.array([f.modified_at for f in listing], pa.timestamp("us", tz="UTC")),
+            }
+        ),
+        _LISTING_SCHEMA,
+    )
     known = lakehouse.read(BRONZE_INGEST_RUNS).select("path", "file_size", "file_modified_at")
-    new = {(r["path"], r["file_size"]) for r in listed.join(known, ["path", "file_size", "file_modified_at"],
-                                                            "left_anti").select("path", "file_size").collect()}
+    new = {
+        (r["path"], r["file_size"])
+        for r in listed.join(known, ["path", "file_size", "file_modified_at"], "left_anti")
+        .select("path", "file_size")
+        .collect()
+    }
     return [f for f in listing if (f.path, f.size) in new]
 
 
@@ -107,8 +116,12 @@ def _ingest(lakehouse: Lakehouse, files: list[LandingFile]) -> set[str]:
     for source in sources:
         _insert_or_isolate(lakehouse, source, [c for c in contents if c.file.source == source])
         reached(config, f"bronze:inserted:{source}")
-    lakehouse.append(BRONZE_INGEST_RUNS, lakehouse.spark.createDataFrame(
-        [(f.source, f.path, f.size, f.modified_at, config.run_at) for f in files], BRONZE_INGEST_RUNS.spark_schema))
+    lakehouse.append(
+        BRONZE_INGEST_RUNS,
+        lakehouse.spark.createDataFrame(
+            [(f.source, f.path, f.size, f.modified_at, config.run_at) for f in files], BRONZE_INGEST_RUNS.spark_schema
+        ),
+    )
     return set(sources)
 
 
@@ -144,15 +157,17 @@ def _stages(config: Config) -> bool:
 def _insert_files(lakehouse: Lakehouse, source: str, contents: list[FileContent]) -> None:
     """Insert the records of files already read on the driver. Locally they reach Spark as scratch Parquet files
     (tasks stream them; a chunk is not held in the driver's JVM heap); elsewhere as an in-memory frame."""
-    files = pa.table({
-        "path": [c.file.path for c in contents],
-        "modificationTime": pa.array([c.file.modified_at for c in contents], pa.timestamp("us", tz="UTC")),
-        "length": pa.array([c.file.size for c in contents], pa.int64()),
-        "content": pa.array([c.content for c in contents], pa.binary()),
-        # plain files: their content is their data, not sent twice
-        "data": pa.array([c.data if c.file.path.lower().endswith(".gz") else None for c in contents], pa.binary()),
-        "read_error": pa.array([c.error for c in contents], pa.string()),
-    })
+    files = pa.table(
+        {
+            "path": [c.file.path for c in contents],
+            "modificationTime": pa.array([c.file.modified_at for c in contents], pa.timestamp("us", tz="UTC")),
+            "length": pa.array([c.file.size for c in contents], pa.int64()),
+            "content": pa.array([c.content for c in contents], pa.binary()),
+            # plain files: their content is their data, not sent twice
+            "data": pa.array([c.data if c.file.path.lower().endswith(".gz") else None for c in contents], pa.binary()),
+            "read_error": pa.array([c.error for c in contents], pa.string()),
+        }
+    )
     if not _stages(lakehouse.config):
         insert_records(lakehouse, source, lakehouse.spark.createDataFrame(files, _FILES_SCHEMA))
         return

@@ -46,81 +46,132 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
 
     run = commands.add_parser(
-        "run", help="ingest new landing files and update every layer (incremental, idempotent)",
+        "run",
+        help="ingest new landing files and update every layer (incremental, idempotent)",
         description="Ingest the landing files not ingested yet and update every layer; print a summary per table.",
     )
     run.add_argument("--stats", metavar="FILE", help="also write seconds per layer and rows per table as JSON")
-    run.add_argument("--full-refresh", action="store_true",
-                     help="rebuild the given --layers from scratch: silver and gold from bronze, bronze (only when "
-                          "listed) from the landing zone; see README 'Recovery'")
-    run.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                     help="wait this long for another run on the same warehouse to finish (default: 0, exit 3)")
+    run.add_argument(
+        "--full-refresh",
+        action="store_true",
+        help="rebuild the given --layers from scratch: silver and gold from bronze, bronze (only when "
+        "listed) from the landing zone; see README 'Recovery'",
+    )
+    run.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait this long for another run on the same warehouse to finish (default: 0, exit 3)",
+    )
     _add_common(run, landing=True)
 
     sql = commands.add_parser(
-        "sql", help="run a Spark SQL query against the lakehouse",
+        "sql",
+        help="run a Spark SQL query against the lakehouse",
         description="Run one Spark SQL query against the lakehouse tables (bronze.*, silver.*, gold.*).",
     )
-    sql.add_argument("query", help="the SQL text, e.g. \"SELECT * FROM bronze.quorum_raw LIMIT 5\"")
-    sql.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format (default: table)")
+    sql.add_argument("query", help='the SQL text, e.g. "SELECT * FROM bronze.quorum_raw LIMIT 5"')
+    sql.add_argument(
+        "--format", choices=("table", "csv", "json"), default="table", help="output format (default: table)"
+    )
     sql.add_argument("--limit", type=_positive_int, default=1000, help="print at most this many rows (default: 1000)")
     _add_common(sql, landing=False)
     gen = commands.add_parser(
-        "generate", help="write a simulated fleet's landing zone (every contract format, fault scenarios)",
+        "generate",
+        help="write a simulated fleet's landing zone (every contract format, fault scenarios)",
         description="Write a deterministic landing zone for a simulated fleet of KRaft clusters.",
     )
     gen.add_argument("--out", metavar="PATH", required=True, help="landing zone root to write")
     _add_fleet(gen)
 
     demo = commands.add_parser(
-        "demo", help="simulate a small fleet, run the pipeline, print the fleet overview and write the report",
+        "demo",
+        help="simulate a small fleet, run the pipeline, print the fleet overview and write the report",
         description="Generate a small fleet with several fault scenarios into --root/landing, run every layer into "
-                    "--root/warehouse, print the fleet overview and write --root/report.html.",
+        "--root/warehouse, print the fleet overview and write --root/report.html.",
     )
-    demo.add_argument("--root", metavar="PATH", default="./lakehouse", help="demo lakehouse folder (default: ./lakehouse)")
+    demo.add_argument(
+        "--root", metavar="PATH", default="./lakehouse", help="demo lakehouse folder (default: ./lakehouse)"
+    )
 
-    report = commands.add_parser("report", help="write the HTML health report (self-contained, works offline)",
-                                 description="Write a self-contained HTML page of charts over the gold tables.")
-    report.add_argument("--out", metavar="FILE", default="./lakehouse/report.html",
-                        help="where to write it (default: ./lakehouse/report.html)")
+    report = commands.add_parser(
+        "report",
+        help="write the HTML health report (self-contained, works offline)",
+        description="Write a self-contained HTML page of charts over the gold tables.",
+    )
+    report.add_argument(
+        "--out",
+        metavar="FILE",
+        default="./lakehouse/report.html",
+        help="where to write it (default: ./lakehouse/report.html)",
+    )
     _add_common(report, landing=False)
 
     serve = commands.add_parser(
-        "serve", help="serve the lakehouse over JDBC/ODBC (Spark Thrift server) for BI tools",
+        "serve",
+        help="serve the lakehouse over JDBC/ODBC (Spark Thrift server) for BI tools",
         description="Start Spark's Thrift JDBC/ODBC server over the warehouse: on loopback unless authentication is "
-                    "configured, read-only (queries, SHOW, DESCRIBE, EXPLAIN, USE) unless --allow-writes.")
+        "configured, read-only (queries, SHOW, DESCRIBE, EXPLAIN, USE) unless --allow-writes.",
+    )
     serve.add_argument("--port", type=_port, default=10000, help="TCP port (default: 10000)")
-    serve.add_argument("--host", default="127.0.0.1",
-                       help="address to bind (default: 127.0.0.1); a non-loopback address needs --auth-config")
-    serve.add_argument("--auth-config", metavar="FILE",
-                       help="TOML file of the Thrift server's authentication: mode = LDAP (ldap_url, ldap_base_dn, "
-                            "ldap_domain), KERBEROS (kerberos_principal, kerberos_keytab) or CUSTOM (custom_class); "
-                            "optional ssl_keystore, ssl_keystore_password (see README)")
-    serve.add_argument("--allow-writes", action="store_true",
-                       help="let clients run any SQL, DDL and DML included (default: read-only)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default: 127.0.0.1); a non-loopback address needs --auth-config",
+    )
+    serve.add_argument(
+        "--auth-config",
+        metavar="FILE",
+        help="TOML file of the Thrift server's authentication: mode = LDAP (ldap_url, ldap_base_dn, "
+        "ldap_domain), KERBEROS (kerberos_principal, kerberos_keytab) or CUSTOM (custom_class); "
+        "optional ssl_keystore, ssl_keystore_password (see README)",
+    )
+    serve.add_argument(
+        "--allow-writes", action="store_true", help="let clients run any SQL, DDL and DML included (default: read-only)"
+    )
     _add_common(serve, landing=False)
 
     bench = commands.add_parser(
-        "bench", help="benchmark: backfill, no-op and incremental runs as ratios against Spark's own floor",
+        "bench",
+        help="benchmark: backfill, no-op and incremental runs as ratios against Spark's own floor",
         description="Generate a fleet of the given size into --root and time, each as a whole process: the floor "
-                    "(plain Spark + Delta reading the landing zone once), a backfill, a run with nothing new, Spark's "
-                    "start-up, and the same 1% batch after --history times it versus into an empty warehouse.")
-    bench.add_argument("--size", choices=("small", "medium", "large"), default="small",
-                       help="about 0.1M / 1M / 10M replica rows (default: small)")
-    bench.add_argument("--history", type=_positive_int, default=20,
-                       help="history before the incremental batch, in batches (default: 20)")
-    bench.add_argument("--root", metavar="PATH", default="./lakehouse-bench",
-                       help="scratch folder, created by the bench and replaced by the next one (default: "
-                            "./lakehouse-bench); a folder the bench did not create is refused")
+        "(plain Spark + Delta reading the landing zone once), a backfill, a run with nothing new, Spark's "
+        "start-up, and the same 1% batch after --history times it versus into an empty warehouse.",
+    )
+    bench.add_argument(
+        "--size",
+        choices=("small", "medium", "large"),
+        default="small",
+        help="about 0.1M / 1M / 10M replica rows (default: small)",
+    )
+    bench.add_argument(
+        "--history",
+        type=_positive_int,
+        default=20,
+        help="history before the incremental batch, in batches (default: 20)",
+    )
+    bench.add_argument(
+        "--root",
+        metavar="PATH",
+        default="./lakehouse-bench",
+        help="scratch folder, created by the bench and replaced by the next one (default: "
+        "./lakehouse-bench); a folder the bench did not create is refused",
+    )
     bench.add_argument("--json", metavar="FILE", help="also write the results to this file")
 
     from pipelines.collect.command import add_collect_parser
 
     add_collect_parser(commands)
 
-    maint = commands.add_parser("maintenance", help="OPTIMIZE and VACUUM every table",
-                                description="Compact (OPTIMIZE) and clean up (VACUUM) every table of the lakehouse.")
-    maint.add_argument("--vacuum-hours", type=_positive_int, default=168, help="VACUUM retention in hours (default: 168)")
+    maint = commands.add_parser(
+        "maintenance",
+        help="OPTIMIZE and VACUUM every table",
+        description="Compact (OPTIMIZE) and clean up (VACUUM) every table of the lakehouse.",
+    )
+    maint.add_argument(
+        "--vacuum-hours", type=_positive_int, default=168, help="VACUUM retention in hours (default: 168)"
+    )
     _add_common(maint, landing=False)
     return parser
 
@@ -135,8 +186,13 @@ def _add_fleet(p: argparse.ArgumentParser, hours: float = 1.0, clusters: int = 2
     p.add_argument("--partitions", type=_positive_int, default=3, help="partitions per topic (default: 3)")
     p.add_argument("--hours", type=_positive_float, default=hours, help=f"simulated hours (default: {hours:g})")
     p.add_argument("--interval-s", type=_positive_int, default=30, help="seconds between captures (default: 30)")
-    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), metavar="NAME",
-                   help="fault scenario, repeatable, assigned to clusters round-robin: " + ", ".join(SCENARIOS))
+    p.add_argument(
+        "--scenario",
+        action="append",
+        choices=sorted(SCENARIOS),
+        metavar="NAME",
+        help="fault scenario, repeatable, assigned to clusters round-robin: " + ", ".join(SCENARIOS),
+    )
     p.add_argument("--seed", type=int, default=42, help="random seed (default: 42); same seed, same files")
 
 
@@ -171,16 +227,38 @@ def _layers(text: str) -> tuple[str, ...]:
 def _add_common(p: argparse.ArgumentParser, landing: bool) -> None:
     if landing:
         p.add_argument("--landing", metavar="PATH", help="landing zone root (default: ./lakehouse/landing)")
-        p.add_argument("--layers", type=_layers, default=LAYERS, metavar="LIST",
-                       help="comma-separated layers to run, in order (default: bronze,silver,gold)")
-        p.add_argument("--ingest-mode", choices=("files", "autoloader"),
-                       help="bronze reader: Spark's file source (default) or Databricks Auto Loader")
-        p.add_argument("--checkpoint-root", metavar="PATH", help="streaming checkpoints (default: <warehouse>/_checkpoints)")
-        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", type=_setting,
-                       help="override one setting of the config (e.g. --set replica_caught_up_slo_ms=1500); repeatable")
-    p.add_argument("--catalog", metavar="NAME", help="Unity Catalog catalog (Databricks); tables become <catalog>.<schema>.<table>")
-    p.add_argument("--schema-prefix", metavar="TEXT", help="prefix for the bronze/silver/gold schema names (e.g. dev_alice_)")
-    p.add_argument("--warehouse", metavar="PATH", help="warehouse root for the Delta tables (default: ./lakehouse/warehouse)")
+        p.add_argument(
+            "--layers",
+            type=_layers,
+            default=LAYERS,
+            metavar="LIST",
+            help="comma-separated layers to run, in order (default: bronze,silver,gold)",
+        )
+        p.add_argument(
+            "--ingest-mode",
+            choices=("files", "autoloader"),
+            help="bronze reader: Spark's file source (default) or Databricks Auto Loader",
+        )
+        p.add_argument(
+            "--checkpoint-root", metavar="PATH", help="streaming checkpoints (default: <warehouse>/_checkpoints)"
+        )
+        p.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            type=_setting,
+            help="override one setting of the config (e.g. --set replica_caught_up_slo_ms=1500); repeatable",
+        )
+    p.add_argument(
+        "--catalog", metavar="NAME", help="Unity Catalog catalog (Databricks); tables become <catalog>.<schema>.<table>"
+    )
+    p.add_argument(
+        "--schema-prefix", metavar="TEXT", help="prefix for the bronze/silver/gold schema names (e.g. dev_alice_)"
+    )
+    p.add_argument(
+        "--warehouse", metavar="PATH", help="warehouse root for the Delta tables (default: ./lakehouse/warehouse)"
+    )
     p.add_argument("--config", metavar="FILE", help="TOML file of settings (see README, 'Configuration')")
 
 
@@ -206,8 +284,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return _dispatch(args)
     except (UsageError, ConfigError) as exc:
-        print(f"quorumlake: error: {_one_line(exc)}" if not str(exc).startswith("quorumlake") else _one_line(exc),
-              file=sys.stderr)
+        print(
+            f"quorumlake: error: {_one_line(exc)}" if not str(exc).startswith("quorumlake") else _one_line(exc),
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except RuntimeFailure as exc:
         print(f"quorumlake: error: {_one_line(exc)}", file=sys.stderr)
@@ -253,8 +333,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects it first
 
 
-def _cmd_run(config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str | None = None,
-             full_refresh: bool = False) -> int:
+def _cmd_run(
+    config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str | None = None, full_refresh: bool = False
+) -> int:
     if config.ingest_mode == "files" and "bronze" in layers and not Path(config.landing).is_dir():
         raise UsageError(f"landing folder not found: {config.landing}")
     from pyspark.sql import SparkSession
@@ -281,9 +362,13 @@ def _cmd_run(config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str |
 
         register_all(lakehouse)
     if stats_file:
-        stats = {"seconds": round(time.monotonic() - started, 3), "layers": timings,
-                 "tables": {s.table: {"rows_added": s.rows_added, "rows_quarantined": s.rows_quarantined}
-                            for s in summaries}}
+        stats = {
+            "seconds": round(time.monotonic() - started, 3),
+            "layers": timings,
+            "tables": {
+                s.table: {"rows_added": s.rows_added, "rows_quarantined": s.rows_quarantined} for s in summaries
+            },
+        }
         Path(stats_file).write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     width = max(len(s.table) for s in summaries)
     print(f"{'table':<{width}}  {'rows added':>10}  {'quarantined':>11}")
@@ -312,9 +397,17 @@ def _typed_settings(pairs: list[tuple[str, str]]) -> dict[str, Any]:
 
 
 def _fleet_args(args: argparse.Namespace) -> dict[str, Any]:
-    return {"clusters": args.clusters, "brokers": args.brokers, "controllers": args.controllers,
-            "topics": args.topics, "partitions": args.partitions, "hours": args.hours, "interval_s": args.interval_s,
-            "scenarios": tuple(args.scenario or ("healthy",)), "seed": args.seed}
+    return {
+        "clusters": args.clusters,
+        "brokers": args.brokers,
+        "controllers": args.controllers,
+        "topics": args.topics,
+        "partitions": args.partitions,
+        "hours": args.hours,
+        "interval_s": args.interval_s,
+        "scenarios": tuple(args.scenario or ("healthy",)),
+        "seed": args.seed,
+    }
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -328,8 +421,10 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write to {args.out}: {exc}") from None
     print(f"wrote {summary.total_files} files ({summary.total_records} records) to {args.out}")
     for c in summary.clusters:
-        print(f"  {c.cluster_id}: scenario {c.scenario}, DescribeQuorum v{c.api_version}, metrics {c.metrics_format}"
-              f"{', gzip' if c.gzip else ''}")
+        print(
+            f"  {c.cluster_id}: scenario {c.scenario}, DescribeQuorum v{c.api_version}, metrics {c.metrics_format}"
+            f"{', gzip' if c.gzip else ''}"
+        )
     return 0
 
 
@@ -346,20 +441,34 @@ def _cmd_demo(root: Path) -> int:
     from pipelines.commands import DEMO_SCENARIOS, demo_config, generate_landing, write_report
 
     _progress(f"demo: simulating {len(DEMO_SCENARIOS)} clusters ({', '.join(DEMO_SCENARIOS)}) into {root / 'landing'}")
-    generate_landing(root / "landing", clusters=len(DEMO_SCENARIOS), brokers=3, controllers=3, topics=3,
-                     partitions=3, hours=1.0, interval_s=60, scenarios=DEMO_SCENARIOS, seed=42)
+    generate_landing(
+        root / "landing",
+        clusters=len(DEMO_SCENARIOS),
+        brokers=3,
+        controllers=3,
+        topics=3,
+        partitions=3,
+        hours=1.0,
+        interval_s=60,
+        scenarios=DEMO_SCENARIOS,
+        seed=42,
+    )
     config = demo_config(root)
     _cmd_run(config)
     print("\nFleet overview (gold.v_fleet_overview):")
-    query = ("SELECT cluster_id, status, leader_id, max_follower_lag AS lag, max_follower_lag_time_ms AS lag_ms, "
-             "voters, voters_within_slo AS in_slo, at_min_isr, under_min_isr, offline, "
-             "worst_divergence_records AS divergence FROM gold.v_fleet_overview ORDER BY cluster_id")
+    query = (
+        "SELECT cluster_id, status, leader_id, max_follower_lag AS lag, max_follower_lag_time_ms AS lag_ms, "
+        "voters, voters_within_slo AS in_slo, at_min_isr, under_min_isr, offline, "
+        "worst_divergence_records AS divergence FROM gold.v_fleet_overview ORDER BY cluster_id"
+    )
     _cmd_sql(config, query, "table", 1000)
     from pipelines.io import Lakehouse
 
     report = write_report(Lakehouse(_spark(config), config), root / "report.html")
     print(f"\nReport: {report.resolve()}")
-    print(f"Query it: .venv/bin/quorumlake sql \"SELECT * FROM gold.quorum_health LIMIT 10\" --warehouse {root / 'warehouse'}")
+    print(
+        f'Query it: .venv/bin/quorumlake sql "SELECT * FROM gold.quorum_health LIMIT 10" --warehouse {root / "warehouse"}'
+    )
     return 0
 
 
@@ -380,16 +489,20 @@ def _cmd_serve(config: Config, host: str, port: int, auth_config: str | None = N
     from pipelines.sql_guard import AuthConfigError, is_loopback, thrift_auth_settings
 
     if runs_remotely(config):
-        raise UsageError("serve runs Spark's Thrift server inside this process's JVM: it needs a local Spark, not "
-                         "spark_remote or Databricks (use a SQL warehouse there)")
+        raise UsageError(
+            "serve runs Spark's Thrift server inside this process's JVM: it needs a local Spark, not "
+            "spark_remote or Databricks (use a SQL warehouse there)"
+        )
 
     try:
         auth = thrift_auth_settings(auth_config) if auth_config else None
     except AuthConfigError as exc:
         raise UsageError(str(exc)) from None
     if auth is None and not is_loopback(host):
-        raise UsageError(f"refusing to serve on {host} without authentication: anyone who can reach it could query "
-                         "the lakehouse; bind 127.0.0.1 or pass --auth-config FILE (see README, serve)")
+        raise UsageError(
+            f"refusing to serve on {host} without authentication: anyone who can reach it could query "
+            "the lakehouse; bind 127.0.0.1 or pass --auth-config FILE (see README, serve)"
+        )
     from pipelines.commands import serve
     from pipelines.io import Lakehouse
     from pipelines.run import register_all
@@ -512,8 +625,9 @@ def _check_reachable(url: str, timeout_s: float = 10.0) -> None:
     try:
         socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError as exc:
-        raise UsageError(f"no Spark Connect server answers at {host}:{port} (spark_remote): "
-                         f"{exc.strerror or exc}") from None
+        raise UsageError(
+            f"no Spark Connect server answers at {host}:{port} (spark_remote): {exc.strerror or exc}"
+        ) from None
 
 
 def _with_jvm_stderr_to_log(config: Config, start):

@@ -31,12 +31,32 @@ def progress_bar(label: str) -> Callable[[int, int], None]:
     return update
 
 
-def generate_landing(out: Path, *, clusters: int, brokers: int, controllers: int, topics: int, partitions: int,
-                     hours: float, interval_s: int, scenarios: tuple[str, ...], seed: int):
+def generate_landing(
+    out: Path,
+    *,
+    clusters: int,
+    brokers: int,
+    controllers: int,
+    topics: int,
+    partitions: int,
+    hours: float,
+    interval_s: int,
+    scenarios: tuple[str, ...],
+    seed: int,
+):
     from pipelines.simulator import FleetSpec, generate
 
-    spec = FleetSpec(clusters=clusters, brokers=brokers, controllers=controllers, topics=topics,
-                     partitions=partitions, hours=hours, interval_s=interval_s, scenarios=scenarios, seed=seed)
+    spec = FleetSpec(
+        clusters=clusters,
+        brokers=brokers,
+        controllers=controllers,
+        topics=topics,
+        partitions=partitions,
+        hours=hours,
+        interval_s=interval_s,
+        scenarios=scenarios,
+        seed=seed,
+    )
     spec.validate()
     return generate(out, spec, progress_bar("generating landing files"))
 
@@ -54,8 +74,16 @@ def write_report(lakehouse, out: Path) -> Path:
     return out
 
 
-def serve(lakehouse, host: str, port: int, progress: Progress, ready: Callable[[], None] | None = None,
-          stop_after_s: float | None = None, auth: dict[str, str] | None = None, read_only: bool = True) -> None:
+def serve(
+    lakehouse,
+    host: str,
+    port: int,
+    progress: Progress,
+    ready: Callable[[], None] | None = None,
+    stop_after_s: float | None = None,
+    auth: dict[str, str] | None = None,
+    read_only: bool = True,
+) -> None:
     """Spark's Thrift JDBC/ODBC server on `host:port` over this session's catalog (bronze/silver/gold).
 
     `auth` holds the Thrift server's `hive.server2.authentication*` settings (`sql_guard.thrift_auth_settings`);
@@ -67,8 +95,13 @@ def serve(lakehouse, host: str, port: int, progress: Progress, ready: Callable[[
         raise ValueError(f"refusing to serve on {host} without authentication (loopback only)")
     spark = lakehouse.spark
     session, guard = read_only_session(spark) if read_only else (spark._jsparkSession, None)
-    settings = {"hive.server2.thrift.port": str(port), "hive.server2.thrift.bind.host": host,
-                "hive.server2.transport.mode": "binary", "hive.server2.authentication": "NONE", **(auth or {})}
+    settings = {
+        "hive.server2.thrift.port": str(port),
+        "hive.server2.thrift.bind.host": host,
+        "hive.server2.transport.mode": "binary",
+        "hive.server2.authentication": "NONE",
+        **(auth or {}),
+    }
     for key, value in settings.items():
         session.sessionState().conf().setConfString(key, value)
         spark.sparkContext._jvm.java.lang.System.setProperty(key, value)
@@ -76,8 +109,10 @@ def serve(lakehouse, host: str, port: int, progress: Progress, ready: Callable[[
     server = server_cls.startWithSparkSession(session, False)
     mode = "read-only" if read_only else "read-write"
     who = f"authentication {settings['hive.server2.authentication']}" if auth else "no authentication, loopback only"
-    progress(f"serving the lakehouse on jdbc:hive2://{host}:{port}/ ({mode}, {who}; Ctrl-C to stop); "
-             f"try: beeline -u jdbc:hive2://{host}:{port}/ -e 'SELECT * FROM gold.v_fleet_overview'")
+    progress(
+        f"serving the lakehouse on jdbc:hive2://{host}:{port}/ ({mode}, {who}; Ctrl-C to stop); "
+        f"try: beeline -u jdbc:hive2://{host}:{port}/ -e 'SELECT * FROM gold.v_fleet_overview'"
+    )
     if ready:
         ready()
     started = time.monotonic()

@@ -105,24 +105,42 @@ class Config:
         # Names and paths are spliced into SQL (CREATE SCHEMA <catalog>.<prefix>bronze LOCATION '<path>'), so only
         # what needs no quoting is accepted: an injection attempt is a configuration error, not a statement.
         if self.catalog is not None and not _IDENTIFIER.fullmatch(self.catalog):
-            raise ConfigError(f"catalog must be a plain identifier (letters, digits and _, not starting with a digit), "
-                              f"not {self.catalog!r}")
+            raise ConfigError(
+                f"catalog must be a plain identifier (letters, digits and _, not starting with a digit), "
+                f"not {self.catalog!r}"
+            )
         if not _PREFIX.fullmatch(self.schema_prefix):
-            raise ConfigError(f"schema_prefix may only hold letters, digits and _ (at most 100), "
-                              f"not {self.schema_prefix!r}")
+            raise ConfigError(
+                f"schema_prefix may only hold letters, digits and _ (at most 100), not {self.schema_prefix!r}"
+            )
         for name in _PATH_SETTINGS:
             value = getattr(self, name)
             if value is not None and (value.strip() == "" or _UNSAFE_PATH.search(value)):
-                raise ConfigError(f"{name} must be a non-empty path without quotes, backslashes, backticks or "
-                                  f"control characters, not {value!r}")
+                raise ConfigError(
+                    f"{name} must be a non-empty path without quotes, backslashes, backticks or "
+                    f"control characters, not {value!r}"
+                )
         if self.ingest_mode not in ("files", "autoloader"):
             raise ConfigError(f"ingest_mode must be 'files' or 'autoloader', not {self.ingest_mode!r}")
-        for name in ("max_files_per_trigger", "shuffle_partitions", "window_minutes", "bronze_chunk_bytes",
-                     "max_file_bytes", "max_decompressed_bytes"):
+        for name in (
+            "max_files_per_trigger",
+            "shuffle_partitions",
+            "window_minutes",
+            "bronze_chunk_bytes",
+            "max_file_bytes",
+            "max_decompressed_bytes",
+        ):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be at least 1")
-        for name in ("replica_caught_up_slo_ms", "quorum_lag_time_slo_ms", "high_watermark_stall_ms",
-                     "divergence_tolerance_ms", "future_skew_ms", "stale_after_minutes", "small_run_bytes"):
+        for name in (
+            "replica_caught_up_slo_ms",
+            "quorum_lag_time_slo_ms",
+            "high_watermark_stall_ms",
+            "divergence_tolerance_ms",
+            "future_skew_ms",
+            "stale_after_minutes",
+            "small_run_bytes",
+        ):
             if int(getattr(self, name)) < 0:
                 raise ConfigError(f"{name} must not be negative")
         if self.run_at.tzinfo is None:

@@ -82,8 +82,9 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
         if replicas is not None:
             steps.append(("replica lag SLI", lambda: _replicas(lakehouse, replicas)))
         if SILVER_PARTITION_STATES.name in changed:
-            steps.append(("ISR health and AtMinIsr episodes",
-                          lambda: _isr(lakehouse, changed[SILVER_PARTITION_STATES.name])))
+            steps.append(
+                ("ISR health and AtMinIsr episodes", lambda: _isr(lakehouse, changed[SILVER_PARTITION_STATES.name]))
+            )
         if SILVER_NODE_METRICS.name in changed:
             metrics = changed[SILVER_NODE_METRICS.name]
             steps.append(("metadata offset divergence", lambda: _divergence(lakehouse, metrics)))
@@ -93,8 +94,7 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
             step()
             progress(f"gold: {what} in {time.monotonic() - started:.1f}s")
             reached(lakehouse.config, f"gold:{what}")
-        written = {spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name])
-                   for spec in GOLD_TABLES}
+        written = {spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name]) for spec in GOLD_TABLES}
     for batch in changed.values():
         release(batch)
     if versions != done:
@@ -112,10 +112,12 @@ def _union(frames: list[DataFrame]) -> DataFrame:
 def create_views(lakehouse: Lakehouse) -> None:
     """(Re)create the gold views; cheap, so done at every start (the local catalog lives in the process)."""
     config = lakehouse.config
-    settings = {"divergence_warn_records": config.divergence_warn_records,
-                "metadata_lag_warn_ms": config.metadata_lag_warn_ms,
-                "stale_after_minutes": config.stale_after_minutes,
-                "window_minutes": config.window_minutes}
+    settings = {
+        "divergence_warn_records": config.divergence_warn_records,
+        "metadata_lag_warn_ms": config.metadata_lag_warn_ms,
+        "stale_after_minutes": config.stale_after_minutes,
+        "window_minutes": config.window_minutes,
+    }
 
     def resolve(name: str) -> str:
         try:
@@ -134,6 +136,7 @@ def _keys(batch: DataFrame, *cols: str) -> DataFrame:
 
 # --- quorum ----------------------------------------------------------------------------------------------------------
 
+
 def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
     """Recompute gold.quorum_status from each affected cluster's earliest changed snapshot on, then its windows."""
     config = lakehouse.config
@@ -144,13 +147,27 @@ def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
         release(starts)
         return
     since = since.since("collected_at")
-    snapshots = lakehouse.read(SILVER_QUORUM_SNAPSHOTS).where(since.sql()).join(
-        starts, "cluster_id").where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
-    replicas = lakehouse.read(SILVER_REPLICA_STATES).where(since.sql()).join(
-        starts, "cluster_id").where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
+    snapshots = (
+        lakehouse.read(SILVER_QUORUM_SNAPSHOTS)
+        .where(since.sql())
+        .join(starts, "cluster_id")
+        .where(F.col("collected_at") >= F.col("from_at"))
+        .drop("from_at")
+    )
+    replicas = (
+        lakehouse.read(SILVER_REPLICA_STATES)
+        .where(since.sql())
+        .join(starts, "cluster_id")
+        .where(F.col("collected_at") >= F.col("from_at"))
+        .drop("from_at")
+    )
     seed = _seed(lakehouse, starts, since)
     status = build_quorum_status(
-        snapshots, replicas, seed, slo_ms=config.quorum_lag_time_slo_ms, window_minutes=config.window_minutes,
+        snapshots,
+        replicas,
+        seed,
+        slo_ms=config.quorum_lag_time_slo_ms,
+        window_minutes=config.window_minutes,
         stall_ms=config.high_watermark_stall_ms,
     )
     # voters_within_slo uses the replica SLO; the quorum snapshot SLO is on MaxFollowerLagTimeMs
@@ -161,8 +178,13 @@ def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
     window_starts = starts.select("cluster_id", window_start(F.col("from_at"), config.window_minutes).alias("from_at"))
     window_us = config.window_minutes * 60_000_000
     window_bounds = Bounds("window_start", since.lo_us - since.lo_us % window_us, None, since.clusters)
-    in_windows = lakehouse.read(GOLD_QUORUM_STATUS).where(window_bounds.sql()).join(window_starts, "cluster_id").where(
-        F.col("window_start") >= F.col("from_at")).drop("from_at")
+    in_windows = (
+        lakehouse.read(GOLD_QUORUM_STATUS)
+        .where(window_bounds.sql())
+        .join(window_starts, "cluster_id")
+        .where(F.col("window_start") >= F.col("from_at"))
+        .drop("from_at")
+    )
     health = build_quorum_health(in_windows, config.window_minutes)
     lakehouse.replace_scope(GOLD_QUORUM_HEALTH, health, window_starts, _from_time("window_start"), window_bounds)
     release(starts)
@@ -176,10 +198,16 @@ SEED_LOOKBACK_US = 6 * 3600 * 1_000_000
 def _seed(lakehouse: Lakehouse, starts: DataFrame, since: Bounds) -> DataFrame:
     """The gold.quorum_status rows that the look-back rules (leader changes, stalls) need before each start."""
     status = lakehouse.read(GOLD_QUORUM_STATUS)
-    recent = seed_before(status.where(Bounds("collected_at", since.lo_us - SEED_LOOKBACK_US, None,
-                                             since.clusters).sql()), starts).transform(cached)
-    complete = {r["cluster_id"] for r in recent.groupBy("cluster_id").agg(
-        F.count_if(F.col("high_watermark").isNotNull()).alias("known")).where("known > 0").collect()}
+    recent = seed_before(
+        status.where(Bounds("collected_at", since.lo_us - SEED_LOOKBACK_US, None, since.clusters).sql()), starts
+    ).transform(cached)
+    complete = {
+        r["cluster_id"]
+        for r in recent.groupBy("cluster_id")
+        .agg(F.count_if(F.col("high_watermark").isNotNull()).alias("known"))
+        .where("known > 0")
+        .collect()
+    }
     missing = [c for c in (since.clusters or ()) if c not in complete]
     if since.clusters is None or missing:
         rest = starts if since.clusters is None else starts.where(F.col("cluster_id").isin(missing))
@@ -191,23 +219,33 @@ def _seed(lakehouse: Lakehouse, starts: DataFrame, since: Bounds) -> DataFrame:
 
 
 def _with_voters_within(status: DataFrame, replicas: DataFrame, slo_ms: int) -> DataFrame:
-    within = replicas.where(F.col("is_voter")).groupBy("cluster_id", "collected_at").agg(
-        F.count_if(F.col("caught_up_lag_ms") <= slo_ms).cast("int").alias("_within"))
+    within = (
+        replicas.where(F.col("is_voter"))
+        .groupBy("cluster_id", "collected_at")
+        .agg(F.count_if(F.col("caught_up_lag_ms") <= slo_ms).cast("int").alias("_within"))
+    )
     # snapshots without replica rows keep what build_quorum_status decided (unknown, or 0 for an error response)
-    return status.join(within, ["cluster_id", "collected_at"], "left").withColumn(
-        "voters_within_slo", F.coalesce("_within", "voters_within_slo")).drop("_within")
+    return (
+        status.join(within, ["cluster_id", "collected_at"], "left")
+        .withColumn("voters_within_slo", F.coalesce("_within", "voters_within_slo"))
+        .drop("_within")
+    )
 
 
 def _from_time(column: str):
     def match(target: DataFrame, scope: DataFrame):
         return (target["cluster_id"] == scope["cluster_id"]) & (target[column] >= scope["from_at"])
+
     return match
 
 
 def _replicas(lakehouse: Lakehouse, batch: DataFrame) -> None:
     config = lakehouse.config
-    windows = batch.select("cluster_id", window_start(F.col("collected_at"), config.window_minutes)
-                           .alias("window_start")).distinct().transform(cached)
+    windows = (
+        batch.select("cluster_id", window_start(F.col("collected_at"), config.window_minutes).alias("window_start"))
+        .distinct()
+        .transform(cached)
+    )
     bounds = Bounds.of(windows, "window_start")
     rows = (
         lakehouse.read(SILVER_REPLICA_STATES)
@@ -223,6 +261,7 @@ def _replicas(lakehouse: Lakehouse, batch: DataFrame) -> None:
 
 # --- partitions ------------------------------------------------------------------------------------------------------
 
+
 def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
     config = lakehouse.config
     snapshots = _keys(batch, "cluster_id", "collected_at").transform(cached)
@@ -230,8 +269,9 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
     states = lakehouse.read(SILVER_PARTITION_STATES)
     in_snapshots = states.where(snapshot_bounds.sql()).join(snapshots, ["cluster_id", "collected_at"], "left_semi")
     lakehouse.replace_groups(GOLD_ISR_HEALTH, build_isr_health(in_snapshots), snapshots, snapshot_bounds)
-    lakehouse.replace_groups(GOLD_ISR_HEALTH_BY_TOPIC, build_isr_health_by_topic(in_snapshots), snapshots,
-                             snapshot_bounds)
+    lakehouse.replace_groups(
+        GOLD_ISR_HEALTH_BY_TOPIC, build_isr_health_by_topic(in_snapshots), snapshots, snapshot_bounds
+    )
     release(snapshots)
 
     # Episodes: each affected partition from the start of the episode its earliest change falls in (else from
@@ -241,43 +281,57 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
     episodes = lakehouse.read(GOLD_AT_MIN_ISR_EPISODES)
     covering = (
         episodes.join(changed, key)
-        .where((F.col("started_at") < F.col("changed_at"))
-               & (F.col("ended_at").isNull() | (F.col("ended_at") >= F.col("changed_at"))))
-        .groupBy(*key).agg(F.min("started_at").alias("episode_start"))
+        .where(
+            (F.col("started_at") < F.col("changed_at"))
+            & (F.col("ended_at").isNull() | (F.col("ended_at") >= F.col("changed_at")))
+        )
+        .groupBy(*key)
+        .agg(F.min("started_at").alias("episode_start"))
     )
-    starts = changed.join(covering, key, "left").select(
-        *key, F.least("changed_at", F.coalesce("episode_start", "changed_at")).alias("from_at")).transform(cached)
+    starts = (
+        changed.join(covering, key, "left")
+        .select(*key, F.least("changed_at", F.coalesce("episode_start", "changed_at")).alias("from_at"))
+        .transform(cached)
+    )
     since = Bounds.of(starts, "from_at").since("collected_at")
     history = (
-        states.where(since.sql()).join(starts, key)
-        .where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
+        states.where(since.sql()).join(starts, key).where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
     )
     flap = timedelta(minutes=config.flap_window_minutes)
     earlier = (
         episodes.join(starts, key)
-        .where((F.col("started_at") < F.col("from_at"))
-               & (F.col("started_at") >= F.col("from_at") - F.expr(f"INTERVAL {int(flap.total_seconds())} SECONDS")))
+        .where(
+            (F.col("started_at") < F.col("from_at"))
+            & (F.col("started_at") >= F.col("from_at") - F.expr(f"INTERVAL {int(flap.total_seconds())} SECONDS"))
+        )
         .select(*key, "started_at")
     )
     built = build_at_min_isr_episodes(history, earlier, config.flap_window_minutes)
 
     def match(target: DataFrame, scope: DataFrame):
-        return ((target["cluster_id"] == scope["cluster_id"]) & (target["topic"] == scope["topic"])
-                & (target["partition"] == scope["partition"]) & (target["started_at"] >= scope["from_at"]))
+        return (
+            (target["cluster_id"] == scope["cluster_id"])
+            & (target["topic"] == scope["topic"])
+            & (target["partition"] == scope["partition"])
+            & (target["started_at"] >= scope["from_at"])
+        )
 
-    lakehouse.replace_scope(GOLD_AT_MIN_ISR_EPISODES, built, starts, match,
-                            since.since("started_at"))
+    lakehouse.replace_scope(GOLD_AT_MIN_ISR_EPISODES, built, starts, match, since.since("started_at"))
     release(starts)
 
 
 # --- metrics ---------------------------------------------------------------------------------------------------------
 
+
 def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
     tolerance = lakehouse.config.divergence_tolerance_ms
     tol = F.expr(f"INTERVAL {tolerance / 1000} SECONDS")
     # every scrape within the tolerance of a change may pair differently now (a late controller scrape)
-    ranges = batch.groupBy("cluster_id").agg((F.min("scraped_at") - tol).alias("lo"),
-                                             (F.max("scraped_at") + tol).alias("hi")).transform(cached)
+    ranges = (
+        batch.groupBy("cluster_id")
+        .agg((F.min("scraped_at") - tol).alias("lo"), (F.max("scraped_at") + tol).alias("hi"))
+        .transform(cached)
+    )
     bounds = Bounds.of(ranges, "hi", lo_column="lo").on("scraped_at")
     metrics = (
         lakehouse.read(SILVER_NODE_METRICS)
@@ -286,8 +340,12 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
         .where(F.col("scraped_at").between(F.col("lo") - tol, F.col("hi") + tol))
         .drop("lo", "hi")
     )
-    rows = build_metadata_offset_divergence(metrics, tolerance).join(ranges, "cluster_id").where(
-        F.col("scraped_at").between(F.col("lo"), F.col("hi"))).drop("lo", "hi")
+    rows = (
+        build_metadata_offset_divergence(metrics, tolerance)
+        .join(ranges, "cluster_id")
+        .where(F.col("scraped_at").between(F.col("lo"), F.col("hi")))
+        .drop("lo", "hi")
+    )
 
     def match(target: DataFrame, scope: DataFrame):
         return (target["cluster_id"] == scope["cluster_id"]) & target["scraped_at"].between(scope["lo"], scope["hi"])
@@ -300,8 +358,11 @@ def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
     """Recompute gold.controller_health for every node window a change of silver.node_metrics falls in."""
     minutes = lakehouse.config.window_minutes
     key = ["cluster_id", "node_id", "window_start"]
-    windows = batch.select("cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start")
-                           ).distinct().transform(cached)
+    windows = (
+        batch.select("cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start"))
+        .distinct()
+        .transform(cached)
+    )
     bounds = Bounds.of(windows, "window_start")
     rows = (
         lakehouse.read(SILVER_NODE_METRICS)
@@ -315,6 +376,7 @@ def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
 
 
 # --- bookkeeping -----------------------------------------------------------------------------------------------------
+
 
 def _rows_written_since(lakehouse: Lakehouse, spec, version: int) -> int:
     total = 0

@@ -78,9 +78,12 @@ class Lakehouse:
             return
         missing = [spec for spec in specs if not self._exists(spec)]
         migrating = PIPELINE_RUNS in missing and len(missing) < len(specs)
+
         def create(spec: TableSpec) -> None:
-            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.ref(spec)} ({spec.ddl}) USING DELTA"
-                           f"{_partitioning(spec)} COMMENT '{_sql_str(spec.comment)}'{_properties(spec)}")
+            self.spark.sql(
+                f"CREATE TABLE IF NOT EXISTS {self.ref(spec)} ({spec.ddl}) USING DELTA"
+                f"{_partitioning(spec)} COMMENT '{_sql_str(spec.comment)}'{_properties(spec)}"
+            )
 
         # Each CREATE is one small commit, mostly waiting: a new warehouse's tables are created four at a time.
         with ThreadPoolExecutor(max_workers=4) as pool:
@@ -190,8 +193,11 @@ class Lakehouse:
         """`operationMetrics` of every commit after `after_version`."""
         log = self._local_log(spec)
         if log is not None:
-            return [_commit_metrics(os.path.join(log, name)) for name in sorted(os.listdir(log))
-                    if _COMMIT_FILE.fullmatch(name) and int(name[:-5]) > after_version]
+            return [
+                _commit_metrics(os.path.join(log, name))
+                for name in sorted(os.listdir(log))
+                if _COMMIT_FILE.fullmatch(name) and int(name[:-5]) > after_version
+            ]
         rows = self.spark.sql(f"DESCRIBE HISTORY {self.ref(spec)}").where(F.col("version") > after_version)
         return [dict(r["operationMetrics"] or {}) for r in rows.select("operationMetrics").collect()]
 
@@ -213,8 +219,11 @@ class Lakehouse:
         if after_version < 0:
             reader = reader.option("versionAsOf", upto_version)
         else:
-            reader = (reader.option("readChangeFeed", "true").option("startingVersion", after_version + 1)
-                      .option("endingVersion", upto_version))
+            reader = (
+                reader.option("readChangeFeed", "true")
+                .option("startingVersion", after_version + 1)
+                .option("endingVersion", upto_version)
+            )
         df = reader.table(self.table_name(spec)) if self.config.catalog else reader.load(self.table_path(spec))
         if after_version < 0:
             df = df.withColumn("_change_type", F.lit("insert")).withColumn("_commit_version", F.lit(upto_version))
@@ -235,19 +244,28 @@ class Lakehouse:
             self._progress_rows = {}
             for r in self.read(PIPELINE_RUNS).collect():
                 self._progress_rows.setdefault(r["consumer"], {})[r["source_table"]] = (
-                    int(r["source_version"]), r["fingerprint"])
+                    int(r["source_version"]),
+                    r["fingerprint"],
+                )
         return self._progress_rows
 
-    def save_progress(self, consumer: str, versions: dict[str, int],
-                      fingerprints: dict[str, str] | None = None) -> None:
+    def save_progress(
+        self, consumer: str, versions: dict[str, int], fingerprints: dict[str, str] | None = None
+    ) -> None:
         """Record how far `consumer` got, replacing its earlier record in one commit (the table's history is the
         log of runs). Written after the consumer's outputs, so a crash before it only makes the next run redo
         work whose writes are idempotent."""
         fingerprints = fingerprints or {}
-        rows = [(self.config.run_at, consumer, table, version, fingerprints.get(table))
-                for table, version in sorted(versions.items())]
-        writer = (self.spark.createDataFrame(rows, PIPELINE_RUNS.spark_schema).write.format("delta")
-                  .mode("overwrite").option("replaceWhere", f"consumer = '{consumer}'"))
+        rows = [
+            (self.config.run_at, consumer, table, version, fingerprints.get(table))
+            for table, version in sorted(versions.items())
+        ]
+        writer = (
+            self.spark.createDataFrame(rows, PIPELINE_RUNS.spark_schema)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", f"consumer = '{consumer}'")
+        )
         self._save(PIPELINE_RUNS, writer)
         self._progress()[consumer] = {t: (v, fingerprints.get(t)) for t, v in versions.items()}
 
@@ -274,16 +292,23 @@ class Lakehouse:
             condition += f" AND ({bounds.sql('t')})"
         source = rows.select(*spec.column_names).dropDuplicates(key)
         with self._view(source) as view:
-            self.spark.sql(f"MERGE INTO {self.ref(spec)} AS t USING {view} AS s ON {condition} "
-                           "WHEN NOT MATCHED THEN INSERT *")
+            self.spark.sql(
+                f"MERGE INTO {self.ref(spec)} AS t USING {view} AS s ON {condition} WHEN NOT MATCHED THEN INSERT *"
+            )
 
     def replace_groups(self, spec: TableSpec, rows: DataFrame, groups: DataFrame, bounds: Bounds | None = None) -> None:
         """Make the table hold exactly `rows` for every group in `groups` (a DataFrame of group-key columns)."""
         cols = groups.columns
         self.replace_scope(spec, rows, groups.select(*cols).distinct(), lambda t, g: _null_safe(t, g, cols), bounds)
 
-    def replace_scope(self, spec: TableSpec, rows: DataFrame, scope: DataFrame,
-                      match: Callable[[DataFrame, DataFrame], object], bounds: Bounds | None = None) -> None:
+    def replace_scope(
+        self,
+        spec: TableSpec,
+        rows: DataFrame,
+        scope: DataFrame,
+        match: Callable[[DataFrame, DataFrame], object],
+        bounds: Bounds | None = None,
+    ) -> None:
         """Make the table hold exactly `rows` within `scope`, in one atomic MERGE.
 
         A target row is in scope when `match(target, scope)` holds for some scope row. Changed rows are updated,
@@ -314,8 +339,9 @@ class Lakehouse:
         finally:
             release(merge_source)
 
-    def _merge_replace(self, spec: TableSpec, source: DataFrame, key: list[str], data: list[str], changed: str,
-                       bounds: Bounds | None) -> None:
+    def _merge_replace(
+        self, spec: TableSpec, source: DataFrame, key: list[str], data: list[str], changed: str, bounds: Bounds | None
+    ) -> None:
         condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)
         if bounds is not None:
             condition += f" AND ({bounds.sql('t')})"
@@ -403,8 +429,9 @@ class Lakehouse:
         for row, weight in enumerate([*weights, None]):
             if weight is None or (row > start and size + weight > group_bytes):
                 if row > start:
-                    pq.write_table(table.slice(start, row - start), folder / f"part-{part:05d}.parquet",
-                                   compression="none")
+                    pq.write_table(
+                        table.slice(start, row - start), folder / f"part-{part:05d}.parquet", compression="none"
+                    )
                     part += 1
                 start, size = row, 0
             size += weight or 0
@@ -467,12 +494,22 @@ class Bounds:
         return f"(({clause}) OR {col} IS NULL)" if self.or_null else clause
 
     @staticmethod
-    def of(df: DataFrame, column: str, *, by_cluster: bool = True, lo_column: str | None = None,
-           or_null: bool = False, max_clusters: int = 1000) -> Bounds | None:
+    def of(
+        df: DataFrame,
+        column: str,
+        *,
+        by_cluster: bool = True,
+        lo_column: str | None = None,
+        or_null: bool = False,
+        max_clusters: int = 1000,
+    ) -> Bounds | None:
         """The bounds of `df`'s rows (one small aggregation); None when df is empty."""
         lo_col = lo_column or column
-        aggs = [F.unix_micros(F.min(lo_col)).alias("lo"), F.unix_micros(F.max(column)).alias("hi"),
-                F.count(F.lit(1)).alias("n")]
+        aggs = [
+            F.unix_micros(F.min(lo_col)).alias("lo"),
+            F.unix_micros(F.max(column)).alias("hi"),
+            F.count(F.lit(1)).alias("n"),
+        ]
         if by_cluster:
             aggs.append(F.slice(F.collect_set("cluster_id"), 1, max_clusters + 1).alias("clusters"))
         row = df.agg(*aggs).first()
@@ -484,8 +521,13 @@ class Bounds:
         return Bounds(column, row["lo"], row["hi"], clusters, or_null)
 
     def widened(self, before_us: int = 0, after_us: int = 0) -> Bounds:
-        return Bounds(self.column, None if self.lo_us is None else self.lo_us - before_us,
-                      None if self.hi_us is None else self.hi_us + after_us, self.clusters, self.or_null)
+        return Bounds(
+            self.column,
+            None if self.lo_us is None else self.lo_us - before_us,
+            None if self.hi_us is None else self.hi_us + after_us,
+            self.clusters,
+            self.or_null,
+        )
 
     def since(self, column: str) -> Bounds:
         """From the lower bound on, on another column, without an upper bound."""
@@ -556,4 +598,3 @@ def _absolute(path: str) -> str:
     if "://" in path or path.startswith(("dbfs:", "/Volumes/")):
         return path.rstrip("/")
     return str(Path(path).absolute())
-

@@ -70,8 +70,11 @@ def list_landing(root: str, sources: Iterable[str]) -> list[LandingFile]:
                     dirs.remove(d)
                 elif os.path.islink(full):
                     dirs.remove(d)
-                    found.append(_problem(source, full, "symlinked folder not followed (move the files into the "
-                                                        "landing zone instead)"))
+                    found.append(
+                        _problem(
+                            source, full, "symlinked folder not followed (move the files into the landing zone instead)"
+                        )
+                    )
             for name in sorted(files):
                 if name.startswith(IGNORED_PREFIXES):
                     continue
@@ -128,8 +131,12 @@ def read_file(f: LandingFile, max_file_bytes: int, max_decompressed_bytes: int) 
     if f.problem:
         return FileContent(f, None, None, f.problem)
     if f.size > max_file_bytes:
-        return FileContent(f, None, None, f"file larger than the limit of {max_file_bytes} bytes "
-                                          f"(max_file_bytes): {f.size} bytes; not read")
+        return FileContent(
+            f,
+            None,
+            None,
+            f"file larger than the limit of {max_file_bytes} bytes (max_file_bytes): {f.size} bytes; not read",
+        )
     try:
         with open(local_path(f.path), "rb") as handle:
             content = handle.read(max_file_bytes + 1)
@@ -145,5 +152,4 @@ def read_file(f: LandingFile, max_file_bytes: int, max_decompressed_bytes: int) 
     return FileContent(f, content, data, error)
 
 
-__all__ = ["FileContent", "LandingFile", "chunks", "file_uri", "is_local", "list_landing",
-           "local_path", "read_file"]
+__all__ = ["FileContent", "LandingFile", "chunks", "file_uri", "is_local", "list_landing", "local_path", "read_file"]

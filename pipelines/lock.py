@@ -38,8 +38,9 @@ def warehouse_lock(warehouse: str, wait_s: float = 0.0) -> Iterator[None]:
                 if time.monotonic() >= deadline:
                     handle.seek(0)
                     holder = handle.read().strip() or "another process"
-                    raise Busy(f"another run is using the warehouse {warehouse} ({holder}); try again when it "
-                               "finishes") from None
+                    raise Busy(
+                        f"another run is using the warehouse {warehouse} ({holder}); try again when it finishes"
+                    ) from None
                 time.sleep(0.5)
         handle.seek(0)
         handle.truncate()

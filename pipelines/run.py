@@ -37,7 +37,9 @@ LAYER_ORDER = ("bronze", "silver", "gold")
 
 
 def run_pipeline(
-    lakehouse: Lakehouse, layers: tuple[str, ...] = LAYER_ORDER, progress: Progress = lambda _msg: None,
+    lakehouse: Lakehouse,
+    layers: tuple[str, ...] = LAYER_ORDER,
+    progress: Progress = lambda _msg: None,
     timings: dict[str, float] | None = None,
 ) -> list[TableSummary]:
     """Run the given layers in medallion order; each processes only what is new since its last run.
@@ -58,8 +60,13 @@ def run_pipeline(
 # What `--full-refresh` empties per layer; silver.dq_validations is a log and keeps its history.
 REFRESHED = {
     "bronze": (BRONZE_QUORUM_RAW, BRONZE_METRICS_RAW, BRONZE_PARTITIONS_RAW, BRONZE_INGEST_RUNS),
-    "silver": (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS,
-               SILVER_QUARANTINE),
+    "silver": (
+        SILVER_QUORUM_SNAPSHOTS,
+        SILVER_REPLICA_STATES,
+        SILVER_PARTITION_STATES,
+        SILVER_NODE_METRICS,
+        SILVER_QUARANTINE,
+    ),
     "gold": GOLD_TABLES,
 }
 
@@ -93,8 +100,10 @@ def register_all(lakehouse: Lakehouse) -> None:
 def ingest_bronze(lakehouse: Lakehouse, progress: Progress, _timings: dict[str, float]) -> list[TableSummary]:
     from pipelines.bronze_job import run_bronze
 
-    return [TableSummary(c.table, c.rows, c.errors, "rows quarantined = records with a parse_error")
-            for c in run_bronze(lakehouse, progress)]
+    return [
+        TableSummary(c.table, c.rows, c.errors, "rows quarantined = records with a parse_error")
+        for c in run_bronze(lakehouse, progress)
+    ]
 
 
 def build_silver(lakehouse: Lakehouse, progress: Progress, timings: dict[str, float]) -> list[TableSummary]:

@@ -275,8 +275,15 @@ def connect_server_command(config: Config, port: int, app_name: str = "quorumlak
     settings["spark.connect.grpc.binding.address"] = "127.0.0.1"
     settings["spark.connect.grpc.binding.port"] = str(port)
     spark_submit = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit")
-    command = [spark_submit, "--master", master, "--name", app_name,
-               "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    command = [
+        spark_submit,
+        "--master",
+        master,
+        "--name",
+        app_name,
+        "--class",
+        "org.apache.spark.sql.connect.service.SparkConnectServer",
+    ]
     for key, value in sorted(settings.items()):
         command += ["--conf", f"{key}={value}"]
     return command

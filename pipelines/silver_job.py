@@ -63,14 +63,31 @@ class Flow:
 
 
 FLOWS = (
-    Flow(BRONZE_QUORUM_RAW, SILVER_QUORUM_SNAPSHOTS, ("cluster_id", "collected_at"),
-         (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES), lambda df, lh: parse_quorum(df), split_quorum),
-    Flow(BRONZE_PARTITIONS_RAW, SILVER_PARTITION_STATES, ("cluster_id", "collected_at"),
-         (SILVER_PARTITION_STATES,),
-         lambda df, lh: parse_partition_states(df, lh.config.default_min_isr), split_partition_states),
-    Flow(BRONZE_METRICS_RAW, SILVER_NODE_METRICS, ("cluster_id", "node_id", "collected_at"),
-         (SILVER_NODE_METRICS,), lambda df, lh: parse_node_metrics(df), split_node_metrics,
-         ("cluster_id", "node_id", "scraped_at")),
+    Flow(
+        BRONZE_QUORUM_RAW,
+        SILVER_QUORUM_SNAPSHOTS,
+        ("cluster_id", "collected_at"),
+        (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES),
+        lambda df, lh: parse_quorum(df),
+        split_quorum,
+    ),
+    Flow(
+        BRONZE_PARTITIONS_RAW,
+        SILVER_PARTITION_STATES,
+        ("cluster_id", "collected_at"),
+        (SILVER_PARTITION_STATES,),
+        lambda df, lh: parse_partition_states(df, lh.config.default_min_isr),
+        split_partition_states,
+    ),
+    Flow(
+        BRONZE_METRICS_RAW,
+        SILVER_NODE_METRICS,
+        ("cluster_id", "node_id", "collected_at"),
+        (SILVER_NODE_METRICS,),
+        lambda df, lh: parse_node_metrics(df),
+        split_node_metrics,
+        ("cluster_id", "node_id", "scraped_at"),
+    ),
 )
 
 
@@ -108,11 +125,9 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
         # from it (its keys, its few unreadable records) is read column-pruned; the payloads are read once, by key.
         batch = lakehouse.changes(flow.bronze, after, upto).where(F.col("_change_type") == "insert")
         if not batch.isEmpty():
-            progress(f"silver: {flow.bronze.name} v{after + 1}..{upto} -> "
-                     f"{', '.join(o.name for o in flow.outputs)}")
+            progress(f"silver: {flow.bronze.name} v{after + 1}..{upto} -> {', '.join(o.name for o in flow.outputs)}")
             validator = validator or GxValidator()
-            _process_or_quarantine(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats, pending,
-                                   progress)
+            _process_or_quarantine(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats, pending, progress)
         reached_versions[flow.bronze.name] = upto
         reached(lakehouse.config, f"silver:flow:{flow.bronze.name}")
     pending.write(lakehouse)
@@ -139,8 +154,10 @@ class Pending:
             lakehouse.insert_new(SILVER_QUARANTINE, functools.reduce(DataFrame.unionByName, self.rejects))
         if self.validations:
             # a log: appended (a batch replayed after a crash is validated, and logged, again)
-            lakehouse.append(SILVER_DQ_VALIDATIONS, lakehouse.spark.createDataFrame(
-                self.validations, SILVER_DQ_VALIDATIONS.spark_schema))
+            lakehouse.append(
+                SILVER_DQ_VALIDATIONS,
+                lakehouse.spark.createDataFrame(self.validations, SILVER_DQ_VALIDATIONS.spark_schema),
+            )
         self.discard()
 
     def discard(self) -> None:
@@ -149,9 +166,16 @@ class Pending:
         self.rejects, self.validations = [], []
 
 
-def _process_or_quarantine(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: str,
-                           validator: GxValidator, stats: SilverStats, pending: Pending,
-                           progress: Callable[[str], None]) -> None:
+def _process_or_quarantine(
+    lakehouse: Lakehouse,
+    flow: Flow,
+    batch: DataFrame,
+    batch_id: str,
+    validator: GxValidator,
+    stats: SilverStats,
+    pending: Pending,
+    progress: Callable[[str], None],
+) -> None:
     """Process the batch; should that fail for a reason no rule foresaw, try once more, and then quarantine every
     record of the batch (rule `batch_processable`, the failure as the reason) so that the run, and every later one,
     goes on instead of replaying the same failure forever. A failed attempt's validations and rejects are dropped;
@@ -173,19 +197,31 @@ def _process_or_quarantine(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, b
         pending.validations += attempt_pending.validations
         return
     reason = f"the batch could not be processed: {describe(error)}"
-    failed = rejected(batch, flow.parse_target.name, ["batch_processable"], F.lit(reason)).withColumn(
-        "quarantined_at", F.lit(lakehouse.config.run_at).cast("timestamp")).transform(cached)
+    failed = (
+        rejected(batch, flow.parse_target.name, ["batch_processable"], F.lit(reason))
+        .withColumn("quarantined_at", F.lit(lakehouse.config.run_at).cast("timestamp"))
+        .transform(cached)
+    )
     count = failed.count()
     pending.rejects.append(failed)
     stats.add(flow.parse_target.name, quarantined=count)
     progress(f"silver: {flow.bronze.name} batch {batch_id}: {count} records quarantined (rule batch_processable)")
 
 
-def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: str, validator: GxValidator,
-                  stats: SilverStats, pending: Pending) -> None:
+def process_batch(
+    lakehouse: Lakehouse,
+    flow: Flow,
+    batch: DataFrame,
+    batch_id: str,
+    validator: GxValidator,
+    stats: SilverStats,
+    pending: Pending,
+) -> None:
     config = lakehouse.config
     unreadable = rejected(
-        batch.where(F.col("parse_error").isNotNull()), flow.parse_target.name, ["record_readable"],
+        batch.where(F.col("parse_error").isNotNull()),
+        flow.parse_target.name,
+        ["record_readable"],
         F.col("parse_error"),
     )
     keys = batch.where(F.col("parse_error").isNull()).select(*flow.bronze_keys).distinct().transform(cached)
@@ -210,13 +246,27 @@ def process_batch(lakehouse: Lakehouse, flow: Flow, batch: DataFrame, batch_id: 
         rows.count()
         t0 = time.monotonic()
         flagged = with_failed_rules(rows, suite, params).transform(cached, StorageLevel.MEMORY_AND_DISK)
-        counts = flagged.agg(F.count(F.lit(1)).alias("rows"),
-                             F.count_if(F.size("failed_rules") == 0).alias("valid")).first()
+        counts = flagged.agg(
+            F.count(F.lit(1)).alias("rows"), F.count_if(F.size("failed_rules") == 0).alias("valid")
+        ).first()
         if counts["rows"]:  # GX validates the rows of this run, once per table; nothing to validate, no GX run
             outcomes = validator.validate(rows, suite, params)
             label = f"{config.run_at.isoformat()}#{flow.bronze.table}#{batch_id}"
-            pending.validations += [(config.run_at, spec.name, label, o.rule, o.expectation, o.success,
-                                     o.element_count, o.unexpected_count, counts["rows"], o.error) for o in outcomes]
+            pending.validations += [
+                (
+                    config.run_at,
+                    spec.name,
+                    label,
+                    o.rule,
+                    o.expectation,
+                    o.success,
+                    o.element_count,
+                    o.unexpected_count,
+                    counts["rows"],
+                    o.error,
+                )
+                for o in outcomes
+            ]
         stats.dq_seconds += time.monotonic() - t0
         valid = flagged.where(F.size("failed_rules") == 0).drop("failed_rules")
         lakehouse.replace_groups(spec, valid, silver_groups, silver_bounds)

@@ -180,10 +180,20 @@ def thrift_auth_settings(path: str | Path) -> dict[str, str]:
     data = data.get("auth", data)
     mode = str(data.get("mode", "")).upper()
     if mode not in AUTH_MODES:
-        raise AuthConfigError(f"auth config {p}: mode must be one of {', '.join(AUTH_MODES)}, "
-                              f"not {mode or 'missing'!r}")
-    known = {"mode", "ldap_url", "ldap_base_dn", "ldap_domain", "kerberos_principal", "kerberos_keytab",
-             "custom_class", "ssl_keystore", "ssl_keystore_password"}
+        raise AuthConfigError(
+            f"auth config {p}: mode must be one of {', '.join(AUTH_MODES)}, not {mode or 'missing'!r}"
+        )
+    known = {
+        "mode",
+        "ldap_url",
+        "ldap_base_dn",
+        "ldap_domain",
+        "kerberos_principal",
+        "kerberos_keytab",
+        "custom_class",
+        "ssl_keystore",
+        "ssl_keystore_password",
+    }
     unknown = sorted(set(data) - known)
     if unknown:
         raise AuthConfigError(f"auth config {p}: unknown key(s): {', '.join(unknown)}")
@@ -213,8 +223,13 @@ def thrift_auth_settings(path: str | Path) -> dict[str, str]:
         settings["hive.server2.custom.authentication.class"] = data["custom_class"]
     if "ssl_keystore" in data:
         need("ssl_keystore_password")
-        settings.update({"hive.server2.use.SSL": "true", "hive.server2.keystore.path": data["ssl_keystore"],
-                         "hive.server2.keystore.password": data["ssl_keystore_password"]})
+        settings.update(
+            {
+                "hive.server2.use.SSL": "true",
+                "hive.server2.keystore.path": data["ssl_keystore"],
+                "hive.server2.keystore.password": data["ssl_keystore_password"],
+            }
+        )
     return settings
 
 

@@ -55,8 +55,12 @@ _RAW_CLUSTERING = ("cluster_id", "collected_at")
 
 _RAW_COLUMNS = (
     ("record_id", "STRING", "Idempotency key: hash of format, meaningful path segments, file content and line number"),
-    ("format", "STRING", "Landing format: describe_quorum_json, quorum_cli_replication, quorum_cli_status, "
-                         "prometheus_text, jmx_json, partition_json, kafka_topics_cli, or unknown"),
+    (
+        "format",
+        "STRING",
+        "Landing format: describe_quorum_json, quorum_cli_replication, quorum_cli_status, "
+        "prometheus_text, jmx_json, partition_json, kafka_topics_cli, or unknown",
+    ),
     ("cluster_id", "STRING", "Cluster, from the record or else the cluster=<id> path segment"),
     ("node_id", "INT", "Node, from the record or else the node=<id> path segment (metrics only)"),
     ("collected_at", "TIMESTAMP", "Capture time (UTC), from the record or else the file name"),
@@ -75,23 +79,36 @@ _RAW_COLUMNS = (
 # Silver reads the rows each bronze table gained since its last run through Delta's change data feed.
 _CDF = (("delta.enableChangeDataFeed", "true"),)
 BRONZE_QUORUM_RAW = TableSpec(
-    "bronze", "quorum_raw", _RAW_COLUMNS, ("record_id",),
+    "bronze",
+    "quorum_raw",
+    _RAW_COLUMNS,
+    ("record_id",),
     "Raw DescribeQuorum responses (JSON Lines) and kafka-metadata-quorum captures; one row per landing record",
-    properties=_CDF, clustering=_RAW_CLUSTERING,
+    properties=_CDF,
+    clustering=_RAW_CLUSTERING,
 )
 BRONZE_METRICS_RAW = TableSpec(
-    "bronze", "metrics_raw", _RAW_COLUMNS, ("record_id",),
+    "bronze",
+    "metrics_raw",
+    _RAW_COLUMNS,
+    ("record_id",),
     "Raw Prometheus scrapes (one row per file) and JMX JSON samples (one row per line); one row per landing record",
-    properties=_CDF, clustering=_RAW_CLUSTERING,
+    properties=_CDF,
+    clustering=_RAW_CLUSTERING,
 )
 BRONZE_PARTITIONS_RAW = TableSpec(
-    "bronze", "partitions_raw", _RAW_COLUMNS, ("record_id",),
+    "bronze",
+    "partitions_raw",
+    _RAW_COLUMNS,
+    ("record_id",),
     "Raw partition-state JSON Lines and kafka-topics --describe captures; one row per landing record",
-    properties=_CDF, clustering=_RAW_CLUSTERING,
+    properties=_CDF,
+    clustering=_RAW_CLUSTERING,
 )
 # Run bookkeeping: which landing files were ingested, and how far each layer has read the tables it builds from.
 BRONZE_INGEST_RUNS = TableSpec(
-    "bronze", "ingest_runs",
+    "bronze",
+    "ingest_runs",
     (
         ("source", "STRING", "Landing source folder: quorum, metrics or partitions"),
         ("path", "STRING", "Landing file, as file:/... (or the platform's URI)"),
@@ -104,7 +121,8 @@ BRONZE_INGEST_RUNS = TableSpec(
     clustering=("source", "path"),
 )
 PIPELINE_RUNS = TableSpec(
-    "bronze", "pipeline_runs",
+    "bronze",
+    "pipeline_runs",
     (
         ("run_at", "TIMESTAMP", "Start time of the run"),
         ("consumer", "STRING", "The layer step that read the table (silver, gold)"),
@@ -126,7 +144,8 @@ BRONZE_SOURCES: dict[str, TableSpec] = {
 
 _TS = "TIMESTAMP"
 SILVER_QUORUM_SNAPSHOTS = TableSpec(
-    "silver", "quorum_snapshots",
+    "silver",
+    "quorum_snapshots",
     (
         ("cluster_id", "STRING", "Cluster (from the envelope, or the cluster=<id> path of a CLI capture)"),
         ("collected_at", _TS, "Capture time (UTC)"),
@@ -147,11 +166,14 @@ SILVER_QUORUM_SNAPSHOTS = TableSpec(
         ("record_ids", "ARRAY<STRING>", "bronze.quorum_raw records this snapshot was built from"),
         ("ingested_at", _TS, "When the (latest) source record was ingested into bronze"),
     ),
-    ("cluster_id", "collected_at"), "One row per quorum snapshot (cluster, capture time)", properties=_CDF,
+    ("cluster_id", "collected_at"),
+    "One row per quorum snapshot (cluster, capture time)",
+    properties=_CDF,
     clustering=("cluster_id", "collected_at"),
 )
 SILVER_REPLICA_STATES = TableSpec(
-    "silver", "replica_states",
+    "silver",
+    "replica_states",
     (
         ("cluster_id", "STRING", "Cluster"),
         ("collected_at", _TS, "Capture time of the snapshot (UTC)"),
@@ -170,11 +192,14 @@ SILVER_REPLICA_STATES = TableSpec(
         ("record_id", "STRING", "bronze.quorum_raw record the row came from"),
         ("ingested_at", _TS, "When the source record was ingested into bronze"),
     ),
-    ("cluster_id", "collected_at", "replica_id", "is_voter"), "One row per replica per quorum snapshot",
-    properties=_CDF, clustering=("cluster_id", "collected_at"),
+    ("cluster_id", "collected_at", "replica_id", "is_voter"),
+    "One row per replica per quorum snapshot",
+    properties=_CDF,
+    clustering=("cluster_id", "collected_at"),
 )
 SILVER_PARTITION_STATES = TableSpec(
-    "silver", "partition_states",
+    "silver",
+    "partition_states",
     (
         ("cluster_id", "STRING", "Cluster"),
         ("collected_at", _TS, "Capture time (UTC)"),
@@ -199,11 +224,14 @@ SILVER_PARTITION_STATES = TableSpec(
         ("source_file", "STRING", "Landing file the row came from"),
         ("ingested_at", _TS, "When the source record was ingested into bronze"),
     ),
-    ("cluster_id", "collected_at", "topic", "partition"), "One row per partition per snapshot", properties=_CDF,
+    ("cluster_id", "collected_at", "topic", "partition"),
+    "One row per partition per snapshot",
+    properties=_CDF,
     clustering=("cluster_id", "collected_at"),
 )
 SILVER_NODE_METRICS = TableSpec(
-    "silver", "node_metrics",
+    "silver",
+    "node_metrics",
     (
         ("cluster_id", "STRING", "Cluster"),
         ("node_id", "INT", "Node"),
@@ -220,11 +248,14 @@ SILVER_NODE_METRICS = TableSpec(
         ("source_file", "STRING", "Landing file the row came from"),
         ("ingested_at", _TS, "When the source record was ingested into bronze"),
     ),
-    ("cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"), "One row per metric sample",
-    properties=_CDF, clustering=("cluster_id", "scraped_at", "metric"),
+    ("cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"),
+    "One row per metric sample",
+    properties=_CDF,
+    clustering=("cluster_id", "scraped_at", "metric"),
 )
 SILVER_QUARANTINE = TableSpec(
-    "silver", "quarantine",
+    "silver",
+    "quarantine",
     (
         ("quarantine_id", "STRING", "Stable id: hash of target table, bronze record and rejected row"),
         ("target_table", "STRING", "The table the record or row was meant for"),
@@ -236,11 +267,13 @@ SILVER_QUARANTINE = TableSpec(
         ("ingested_at", _TS, "When the bronze record was ingested"),
         ("quarantined_at", _TS, "Start time of the run that quarantined it"),
     ),
-    ("quarantine_id",), "One row per rejected record or row, with the rules it failed",
+    ("quarantine_id",),
+    "One row per rejected record or row, with the rules it failed",
     clustering=("target_table", "quarantined_at"),
 )
 SILVER_DQ_VALIDATIONS = TableSpec(
-    "silver", "dq_validations",
+    "silver",
+    "dq_validations",
     (
         ("run_at", _TS, "Start time of the run"),
         ("table_name", "STRING", "Validated silver table"),
@@ -253,12 +286,14 @@ SILVER_DQ_VALIDATIONS = TableSpec(
         ("batch_rows", "BIGINT", "Rows in the batch"),
         ("error", "STRING", "Exception raised by the expectation, if any"),
     ),
-    ("run_at", "table_name", "batch", "rule"), "Great Expectations results: one row per rule per validated batch",
+    ("run_at", "table_name", "batch", "rule"),
+    "Great Expectations results: one row per rule per validated batch",
     clustering=("table_name", "run_at"),
 )
 
 GOLD_QUORUM_STATUS = TableSpec(
-    "gold", "quorum_status",
+    "gold",
+    "quorum_status",
     (
         ("cluster_id", "STRING", "Cluster"),
         ("collected_at", _TS, "Capture time of the quorum snapshot (UTC)"),
@@ -269,8 +304,11 @@ GOLD_QUORUM_STATUS = TableSpec(
         ("leader_epoch", "INT", "Leader epoch; NULL when unknown"),
         ("high_watermark", "BIGINT", "Leader's high watermark; NULL when unknown"),
         ("max_follower_lag", "BIGINT", "MaxFollowerLag exactly as kafka-metadata-quorum --status prints it (records)"),
-        ("max_follower_lag_time_ms", "BIGINT",
-         "MaxFollowerLagTimeMs exactly as kafka-metadata-quorum --status prints it; -1 when unknown"),
+        (
+            "max_follower_lag_time_ms",
+            "BIGINT",
+            "MaxFollowerLagTimeMs exactly as kafka-metadata-quorum --status prints it; -1 when unknown",
+        ),
         ("voters", "INT", "Number of voters"),
         ("voters_within_slo", "INT", "Voters whose caught-up lag is known and within the SLO (leader included)"),
         ("observers", "INT", "Number of observers"),
@@ -279,12 +317,13 @@ GOLD_QUORUM_STATUS = TableSpec(
         ("hw_last_increase_at", _TS, "When the high watermark last increased (looking back across windows)"),
         ("hw_stalled", "BOOLEAN", "High watermark known and not increased for longer than the stall threshold"),
     ),
-    ("cluster_id", "collected_at"), "Per quorum snapshot: leader, MaxFollowerLag/TimeMs as the CLI computes them, "
-    "voters within the SLO",
+    ("cluster_id", "collected_at"),
+    "Per quorum snapshot: leader, MaxFollowerLag/TimeMs as the CLI computes them, voters within the SLO",
     clustering=("cluster_id", "collected_at"),
 )
 GOLD_QUORUM_HEALTH = TableSpec(
-    "gold", "quorum_health",
+    "gold",
+    "quorum_health",
     (
         ("cluster_id", "STRING", "Cluster"),
         ("window_start", _TS, "Window start (epoch-aligned tumbling window)"),
@@ -293,18 +332,23 @@ GOLD_QUORUM_HEALTH = TableSpec(
         ("leader_changes", "BIGINT", "Leader epoch increases between consecutive snapshots that both know it"),
         ("leaders", "INT", "Distinct leaders seen in the window"),
         ("high_watermark_advance", "BIGINT", "Last known minus first known high watermark in the window (records)"),
-        ("high_watermark_stalled", "BOOLEAN",
-         "A snapshot in the window came more than the stall threshold after the high watermark last increased"),
+        (
+            "high_watermark_stalled",
+            "BOOLEAN",
+            "A snapshot in the window came more than the stall threshold after the high watermark last increased",
+        ),
         ("max_follower_lag", "BIGINT", "Largest MaxFollowerLag in the window (records)"),
         ("max_follower_lag_time_ms", "BIGINT", "Largest known MaxFollowerLagTimeMs in the window (-1 ignored)"),
         ("good_snapshots", "BIGINT", "Snapshots with a leader and MaxFollowerLagTimeMs within the SLO"),
         ("sli", "DOUBLE", "good_snapshots / snapshots"),
     ),
-    ("cluster_id", "window_start"), "Quorum health SLI per cluster per window",
+    ("cluster_id", "window_start"),
+    "Quorum health SLI per cluster per window",
     clustering=("cluster_id", "window_start"),
 )
 GOLD_REPLICA_LAG_SLI = TableSpec(
-    "gold", "replica_lag_sli",
+    "gold",
+    "replica_lag_sli",
     (
         ("cluster_id", "STRING", "Cluster"),
         ("replica_id", "INT", "Replica (node) id"),
@@ -320,7 +364,8 @@ GOLD_REPLICA_LAG_SLI = TableSpec(
         ("good_snapshots", "BIGINT", "Snapshots with a known caught-up lag within the SLO"),
         ("sli", "DOUBLE", "good_snapshots / snapshots"),
     ),
-    ("cluster_id", "replica_id", "is_voter", "window_start"), "Replica lag SLI per replica per window",
+    ("cluster_id", "replica_id", "is_voter", "window_start"),
+    "Replica lag SLI per replica per window",
     clustering=("cluster_id", "window_start"),
 )
 _ISR_COUNTS = (
@@ -331,21 +376,33 @@ _ISR_COUNTS = (
     ("under_replicated", "INT", "Partitions whose ISR is smaller than the replication factor"),
 )
 GOLD_ISR_HEALTH = TableSpec(
-    "gold", "isr_health",
-    (("cluster_id", "STRING", "Cluster"), ("collected_at", _TS, "Capture time of the partition snapshot"),
-     *_ISR_COUNTS),
-    ("cluster_id", "collected_at"), "Partition replication health per cluster snapshot (flags counted, not status)",
+    "gold",
+    "isr_health",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("collected_at", _TS, "Capture time of the partition snapshot"),
+        *_ISR_COUNTS,
+    ),
+    ("cluster_id", "collected_at"),
+    "Partition replication health per cluster snapshot (flags counted, not status)",
     clustering=("cluster_id", "collected_at"),
 )
 GOLD_ISR_HEALTH_BY_TOPIC = TableSpec(
-    "gold", "isr_health_by_topic",
-    (("cluster_id", "STRING", "Cluster"), ("collected_at", _TS, "Capture time of the partition snapshot"),
-     ("topic", "STRING", "Topic"), *_ISR_COUNTS),
-    ("cluster_id", "collected_at", "topic"), "Partition replication health per cluster snapshot and topic",
+    "gold",
+    "isr_health_by_topic",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("collected_at", _TS, "Capture time of the partition snapshot"),
+        ("topic", "STRING", "Topic"),
+        *_ISR_COUNTS,
+    ),
+    ("cluster_id", "collected_at", "topic"),
+    "Partition replication health per cluster snapshot and topic",
     clustering=("cluster_id", "collected_at"),
 )
 GOLD_AT_MIN_ISR_EPISODES = TableSpec(
-    "gold", "at_min_isr_episodes",
+    "gold",
+    "at_min_isr_episodes",
     (
         ("cluster_id", "STRING", "Cluster"),
         ("topic", "STRING", "Topic"),
@@ -358,11 +415,13 @@ GOLD_AT_MIN_ISR_EPISODES = TableSpec(
         ("max_status", "STRING", "Worst status in the episode: at_min_isr, under_min_isr or offline"),
         ("bounces", "INT", "Earlier episodes of this partition that started within the flap window before this one"),
     ),
-    ("cluster_id", "topic", "partition", "started_at"), "AtMinIsr episodes per partition (KIP-427)",
+    ("cluster_id", "topic", "partition", "started_at"),
+    "AtMinIsr episodes per partition (KIP-427)",
     clustering=("cluster_id", "topic", "partition", "started_at"),
 )
 GOLD_METADATA_OFFSET_DIVERGENCE = TableSpec(
-    "gold", "metadata_offset_divergence",
+    "gold",
+    "metadata_offset_divergence",
     (
         ("cluster_id", "STRING", "Cluster"),
         ("node_id", "INT", "Node"),
@@ -370,17 +429,22 @@ GOLD_METADATA_OFFSET_DIVERGENCE = TableSpec(
         ("node_role", "STRING", "controller, broker or combined"),
         ("active_controller_id", "INT", "Active controller whose scrape was paired with this one"),
         ("controller_scraped_at", _TS, "Scrape time of that active-controller scrape"),
-        ("node_last_applied_offset", "BIGINT",
-         "broker_last_applied_record_offset, or controller_last_applied_record_offset for a controller-only node"),
+        (
+            "node_last_applied_offset",
+            "BIGINT",
+            "broker_last_applied_record_offset, or controller_last_applied_record_offset for a controller-only node",
+        ),
         ("controller_last_committed_offset", "BIGINT", "Active controller's LastCommittedRecordOffset"),
         ("divergence_records", "BIGINT", "Controller committed minus node applied; NULL without a close scrape"),
         ("last_applied_lag_ms", "BIGINT", "Node's last-applied-record lag (ms, KIP-835)"),
     ),
-    ("cluster_id", "node_id", "scraped_at"), "Metadata offset divergence per node scrape (KIP-835)",
+    ("cluster_id", "node_id", "scraped_at"),
+    "Metadata offset divergence per node scrape (KIP-835)",
     clustering=("cluster_id", "scraped_at"),
 )
 GOLD_CONTROLLER_HEALTH = TableSpec(
-    "gold", "controller_health",
+    "gold",
+    "controller_health",
     (
         ("cluster_id", "STRING", "Cluster"),
         ("node_id", "INT", "Node"),
@@ -389,24 +453,36 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
         ("node_role", "STRING", "controller, broker or combined, as of the node's last scrape in the window"),
         ("scrapes", "BIGINT", "Scrapes of this node in the window"),
         ("last_scraped_at", _TS, "The node's last scrape in the window"),
-        ("raft_state", "STRING",
-         "Raft state at the last scrape that has it: leader, candidate, voted, follower, unattached, observer "
-         "(Strimzi names only; the exporter's default names drop this String attribute)"),
+        (
+            "raft_state",
+            "STRING",
+            "Raft state at the last scrape that has it: leader, candidate, voted, follower, unattached, observer "
+            "(Strimzi names only; the exporter's default names drop this String attribute)",
+        ),
         ("current_vote", "INT", "Voted-for node at the last scrape (raft current-vote; -1: none)"),
         ("avg_commit_latency_ms", "DOUBLE", "Mean of the scraped raft commit-latency-avg values (ms; NaN ignored)"),
         ("max_commit_latency_ms", "DOUBLE", "Largest scraped raft commit-latency-max (ms; idle NaN ignored)"),
         ("avg_election_latency_ms", "DOUBLE", "Mean of the scraped raft election-latency-avg values (ms)"),
         ("max_election_latency_ms", "DOUBLE", "Largest scraped raft election-latency-max (ms)"),
-        ("unknown_voter_connections", "INT",
-         "Most voters whose connection information was unknown (raft number-unknown-voter-connections)"),
+        (
+            "unknown_voter_connections",
+            "INT",
+            "Most voters whose connection information was unknown (raft number-unknown-voter-connections)",
+        ),
         ("append_records_per_s", "DOUBLE", "Mean raft append-records-rate (records/s appended as leader)"),
         ("fetch_records_per_s", "DOUBLE", "Mean raft fetch-records-rate (records/s fetched from the leader)"),
         ("fenced_brokers", "INT", "Most fenced brokers a controller reported (FencedBrokerCount)"),
         ("active_brokers", "INT", "Fewest unfenced brokers a controller reported (ActiveBrokerCount)"),
-        ("metadata_errors", "BIGINT",
-         "Largest metadata error count: controller MetadataErrorCount plus broker metadata load and apply errors"),
-        ("timed_out_broker_heartbeats", "BIGINT",
-         "Largest TimedOutBrokerHeartbeatCount (counted since the controller started)"),
+        (
+            "metadata_errors",
+            "BIGINT",
+            "Largest metadata error count: controller MetadataErrorCount plus broker metadata load and apply errors",
+        ),
+        (
+            "timed_out_broker_heartbeats",
+            "BIGINT",
+            "Largest TimedOutBrokerHeartbeatCount (counted since the controller started)",
+        ),
         ("active_controller_count", "INT", "ActiveControllerCount at the last scrape: 1 on the active controller"),
     ),
     ("cluster_id", "node_id", "window_start"),
@@ -415,14 +491,29 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
 )
 
 GOLD_TABLES: tuple[TableSpec, ...] = (
-    GOLD_QUORUM_STATUS, GOLD_QUORUM_HEALTH, GOLD_REPLICA_LAG_SLI, GOLD_ISR_HEALTH, GOLD_ISR_HEALTH_BY_TOPIC,
-    GOLD_AT_MIN_ISR_EPISODES, GOLD_METADATA_OFFSET_DIVERGENCE, GOLD_CONTROLLER_HEALTH,
+    GOLD_QUORUM_STATUS,
+    GOLD_QUORUM_HEALTH,
+    GOLD_REPLICA_LAG_SLI,
+    GOLD_ISR_HEALTH,
+    GOLD_ISR_HEALTH_BY_TOPIC,
+    GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_METADATA_OFFSET_DIVERGENCE,
+    GOLD_CONTROLLER_HEALTH,
 )
 
 ALL_TABLES: tuple[TableSpec, ...] = (
-    BRONZE_QUORUM_RAW, BRONZE_METRICS_RAW, BRONZE_PARTITIONS_RAW, BRONZE_INGEST_RUNS, PIPELINE_RUNS,
-    SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS,
-    SILVER_QUARANTINE, SILVER_DQ_VALIDATIONS, *GOLD_TABLES,
+    BRONZE_QUORUM_RAW,
+    BRONZE_METRICS_RAW,
+    BRONZE_PARTITIONS_RAW,
+    BRONZE_INGEST_RUNS,
+    PIPELINE_RUNS,
+    SILVER_QUORUM_SNAPSHOTS,
+    SILVER_REPLICA_STATES,
+    SILVER_PARTITION_STATES,
+    SILVER_NODE_METRICS,
+    SILVER_QUARANTINE,
+    SILVER_DQ_VALIDATIONS,
+    *GOLD_TABLES,
 )
 SCHEMAS = ("bronze", "silver", "gold")
 

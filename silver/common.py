@@ -6,7 +6,14 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 QUARANTINE_COLUMNS = [
-    "quarantine_id", "target_table", "failed_rules", "reason", "record", "record_id", "source_file", "ingested_at",
+    "quarantine_id",
+    "target_table",
+    "failed_rules",
+    "reason",
+    "record",
+    "record_id",
+    "source_file",
+    "ingested_at",
 ]
 
 
@@ -16,24 +23,32 @@ def latest_per_key(rows: DataFrame, key: list[str], order: list[str]) -> DataFra
     return rows.withColumn("_n", F.row_number().over(w)).where(F.col("_n") == 1).drop("_n")
 
 
-def rejected(rows: DataFrame, target_table: str, rules: list[str], reason: Column, record: Column | None = None
-             ) -> DataFrame:
+def rejected(
+    rows: DataFrame, target_table: str, rules: list[str], reason: Column, record: Column | None = None
+) -> DataFrame:
     """Quarantine rows for records (or rows) that cannot become rows of `target_table`.
 
     `rows` needs record_id, source_file, ingested_at; `record` defaults to the bronze record as JSON text.
     """
     if record is None:
-        present = [c for c in ("record_id", "format", "cluster_id", "source_file", "line_number", "payload")
-                   if c in rows.columns]
+        present = [
+            c
+            for c in ("record_id", "format", "cluster_id", "source_file", "line_number", "payload")
+            if c in rows.columns
+        ]
         record = F.to_json(F.struct(*present))
     return quarantine_rows(
         rows.withColumn("_record", record).withColumn("_reason", reason),
-        target_table, F.array(*[F.lit(r) for r in rules]), F.col("_reason"), F.col("_record"),
+        target_table,
+        F.array(*[F.lit(r) for r in rules]),
+        F.col("_reason"),
+        F.col("_record"),
     )
 
 
-def quarantine_rows(rows: DataFrame, target_table: str, failed_rules: Column, reason: Column, record: Column
-                    ) -> DataFrame:
+def quarantine_rows(
+    rows: DataFrame, target_table: str, failed_rules: Column, reason: Column, record: Column
+) -> DataFrame:
     """Shape rows as silver.quarantine rows; the id is a hash of table, bronze record and row, so it is stable."""
     shaped = rows.select(
         F.lit(target_table).alias("target_table"),
@@ -56,7 +71,9 @@ def row_failures(rows: DataFrame, target_table: str) -> DataFrame:
         # a snapshot built from several bronze records (CLI --replication + --status) names them all
         failed = failed.withColumn("record_id", F.array_join("record_ids", "+"))
     return quarantine_rows(
-        failed, target_table, F.col("failed_rules"),
+        failed,
+        target_table,
+        F.col("failed_rules"),
         F.concat(F.lit("failed data-quality rules: "), F.array_join("failed_rules", ", ")),
         F.to_json(F.struct(*data_columns)),
     )

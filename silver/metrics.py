@@ -17,28 +17,51 @@ from silver.prometheus_text import canonical_from_mbean, canonical_metric, node_
 from silver.udf_guard import guarded, out_of_range
 
 METRIC_COLUMNS = [
-    "cluster_id", "node_id", "scraped_at", "metric", "topic", "partition", "value", "node_role", "source_name",
-    "state", "source", "record_id", "source_file", "ingested_at",
+    "cluster_id",
+    "node_id",
+    "scraped_at",
+    "metric",
+    "topic",
+    "partition",
+    "value",
+    "node_role",
+    "source_name",
+    "state",
+    "source",
+    "record_id",
+    "source_file",
+    "ingested_at",
 ]
 KEY = ["cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"]
 
-_SAMPLE = T.StructType([
-    T.StructField("metric", T.StringType()),
-    T.StructField("topic", T.StringType()),
-    T.StructField("partition", T.IntegerType()),
-    T.StructField("value", T.DoubleType()),
-    T.StructField("source_name", T.StringType()),
-    T.StructField("state", T.StringType()),
-    T.StructField("line_number", T.IntegerType()),
-])
-_SCRAPE = T.StructType([
-    T.StructField("samples", T.ArrayType(_SAMPLE)),
-    T.StructField("errors", T.ArrayType(T.StructType([
+_SAMPLE = T.StructType(
+    [
+        T.StructField("metric", T.StringType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("value", T.DoubleType()),
+        T.StructField("source_name", T.StringType()),
+        T.StructField("state", T.StringType()),
         T.StructField("line_number", T.IntegerType()),
-        T.StructField("line", T.StringType()),
-        T.StructField("reason", T.StringType()),
-    ]))),
-])
+    ]
+)
+_SCRAPE = T.StructType(
+    [
+        T.StructField("samples", T.ArrayType(_SAMPLE)),
+        T.StructField(
+            "errors",
+            T.ArrayType(
+                T.StructType(
+                    [
+                        T.StructField("line_number", T.IntegerType()),
+                        T.StructField("line", T.StringType()),
+                        T.StructField("reason", T.StringType()),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
 
 
 def scrape_samples(text: str) -> dict:
@@ -79,13 +102,24 @@ def mbean_sample(mbean: str | None, attribute: str | None) -> dict:
     return {**mapped, "error": None}
 
 
-_MBEAN = T.StructType([*[f for f in _SAMPLE.fields if f.name not in ("value", "line_number")],
-                       T.StructField("error", T.StringType())])
-_scrape_udf = F.udf(guarded(scrape_samples, _SCRAPE, lambda reason: {
-    "samples": [], "errors": [{"line_number": None, "line": None, "reason": reason}]}), _SCRAPE, useArrow=True)
+_MBEAN = T.StructType(
+    [*[f for f in _SAMPLE.fields if f.name not in ("value", "line_number")], T.StructField("error", T.StringType())]
+)
+_scrape_udf = F.udf(
+    guarded(
+        scrape_samples,
+        _SCRAPE,
+        lambda reason: {"samples": [], "errors": [{"line_number": None, "line": None, "reason": reason}]},
+    ),
+    _SCRAPE,
+    useArrow=True,
+)
 _mbean_udf = F.udf(guarded(mbean_sample, _MBEAN, lambda reason: {"error": reason}), _MBEAN, useArrow=True)
-_role_udf = F.udf(guarded(lambda metrics: node_role(metrics or []), T.StringType(), lambda _reason: None),
-                  T.StringType(), useArrow=True)
+_role_udf = F.udf(
+    guarded(lambda metrics: node_role(metrics or []), T.StringType(), lambda _reason: None),
+    T.StringType(),
+    useArrow=True,
+)
 
 
 def build_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -105,12 +139,16 @@ def parse_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
     lines; JMX samples with `_j`, the sample, and `_m`, its mapping). Both the table and the rejects read them, so
     a caller that builds both caches these instead of parsing every scrape twice."""
     readable = bronze.where(F.col("parse_error").isNull()).withColumnRenamed("collected_at", "scraped_at")
-    scrapes = parsed_once(readable.where(F.col("format") == "prometheus_text").select(*_BASE, "payload"),
-                          _s=_scrape_udf("payload")).drop("payload")
-    jmx_json = parsed_once(readable.where(F.col("format") == "jmx_json").select(*_BASE, "payload"),
-                           _j=F.from_json("payload", "mbean STRING, attribute STRING, value DOUBLE"))
-    jmx_parsed = parsed_once(jmx_json.withColumn("source", F.lit("jmx")),
-                             _m=_mbean_udf(F.col("_j.mbean"), F.col("_j.attribute")))
+    scrapes = parsed_once(
+        readable.where(F.col("format") == "prometheus_text").select(*_BASE, "payload"), _s=_scrape_udf("payload")
+    ).drop("payload")
+    jmx_json = parsed_once(
+        readable.where(F.col("format") == "jmx_json").select(*_BASE, "payload"),
+        _j=F.from_json("payload", "mbean STRING, attribute STRING, value DOUBLE"),
+    )
+    jmx_parsed = parsed_once(
+        jmx_json.withColumn("source", F.lit("jmx")), _m=_mbean_udf(F.col("_j.mbean"), F.col("_j.attribute"))
+    )
     return scrapes, jmx_parsed
 
 
@@ -118,30 +156,44 @@ def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataF
     """(node metrics, rejected sample lines) from `parse_node_metrics`' two parsed frames."""
     base = _BASE
     prom = scrapes.select(*base, F.lit("prometheus").alias("source"), F.explode("_s.samples").alias("_x")).select(
-        *base, "source", *[F.col(f"_x.{c}").alias(c) for c in ("metric", "topic", "partition", "value",
-                                                             "source_name", "state", "line_number")],
+        *base,
+        "source",
+        *[
+            F.col(f"_x.{c}").alias(c)
+            for c in ("metric", "topic", "partition", "value", "source_name", "state", "line_number")
+        ],
     )
     bad_lines = scrapes.select(*base, F.explode("_s.errors").alias("_e"))
     rejected_lines = quarantine_rows(
-        bad_lines, "silver.node_metrics", F.array(F.lit("sample_line_parses")),
-        F.concat(F.coalesce(F.concat(F.lit("line "), F.col("_e.line_number").cast("string"), F.lit(" of ")),
-                            F.lit("")),
-                 F.col("source_file"), F.lit(": "), F.coalesce(F.col("_e.reason"), F.lit("unreadable"))),
-        F.to_json(F.struct("source_file", F.col("_e.line_number").alias("line_number"),
-                           F.col("_e.line").alias("line"))),
+        bad_lines,
+        "silver.node_metrics",
+        F.array(F.lit("sample_line_parses")),
+        F.concat(
+            F.coalesce(F.concat(F.lit("line "), F.col("_e.line_number").cast("string"), F.lit(" of ")), F.lit("")),
+            F.col("source_file"),
+            F.lit(": "),
+            F.coalesce(F.col("_e.reason"), F.lit("unreadable")),
+        ),
+        F.to_json(
+            F.struct("source_file", F.col("_e.line_number").alias("line_number"), F.col("_e.line").alias("line"))
+        ),
     )
 
     jmx_error = F.coalesce(F.col("_m.error"), F.when(F.col("_m.metric").isNull(), F.lit("no metric name")))
     rejected_jmx = quarantine_rows(
-        jmx_parsed.where(jmx_error.isNotNull()), "silver.node_metrics", F.array(F.lit("jmx_sample_maps")),
+        jmx_parsed.where(jmx_error.isNotNull()),
+        "silver.node_metrics",
+        F.array(F.lit("jmx_sample_maps")),
         F.concat(F.lit("JMX sample of "), F.col("source_file"), F.lit(": "), jmx_error),
         F.to_json(F.struct("record_id", "source_file", "payload")),
     )
     jmx = jmx_parsed.where(jmx_error.isNull()).select(
-        *base, "source",
+        *base,
+        "source",
         *[F.col(f"_m.{c}").alias(c) for c in ("metric", "topic", "partition")],
         F.col("_j.value").alias("value"),
-        F.col("_m.source_name").alias("source_name"), F.col("_m.state").alias("state"),
+        F.col("_m.source_name").alias("source_name"),
+        F.col("_m.state").alias("state"),
         F.lit(0).alias("line_number"),
     )
     # every sample now has a metric (scrape_samples and the JMX mapping move the others to quarantine)
@@ -149,5 +201,7 @@ def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataF
     roles = samples.groupBy("cluster_id", "node_id", "scraped_at").agg(
         _role_udf(F.collect_set("metric")).alias("node_role")
     )
-    return (samples.join(roles, ["cluster_id", "node_id", "scraped_at"]).select(*METRIC_COLUMNS),
-            rejected_lines.unionByName(rejected_jmx))
+    return (
+        samples.join(roles, ["cluster_id", "node_id", "scraped_at"]).select(*METRIC_COLUMNS),
+        rejected_lines.unionByName(rejected_jmx),
+    )

@@ -15,12 +15,33 @@ from silver.common import latest_per_key, parsed_once, rejected
 from silver.udf_guard import guarded
 
 PARTITION_COLUMNS = [
-    "cluster_id", "collected_at", "topic", "partition", "leader_id", "replicas", "isr", "min_isr",
-    "replication_factor", "isr_size", "is_offline", "is_under_min_isr", "is_at_min_isr", "is_under_replicated",
-    "status", "adding_replicas", "removing_replicas", "elr", "source", "record_id", "source_file", "ingested_at",
+    "cluster_id",
+    "collected_at",
+    "topic",
+    "partition",
+    "leader_id",
+    "replicas",
+    "isr",
+    "min_isr",
+    "replication_factor",
+    "isr_size",
+    "is_offline",
+    "is_under_min_isr",
+    "is_at_min_isr",
+    "is_under_replicated",
+    "status",
+    "adding_replicas",
+    "removing_replicas",
+    "elr",
+    "source",
+    "record_id",
+    "source_file",
+    "ingested_at",
 ]
-_JSON_SCHEMA = ("topic STRING, partition INT, leader INT, replicas ARRAY<INT>, isr ARRAY<INT>, min_isr INT, "
-                "adding_replicas ARRAY<INT>, removing_replicas ARRAY<INT>, elr ARRAY<INT>")
+_JSON_SCHEMA = (
+    "topic STRING, partition INT, leader INT, replicas ARRAY<INT>, isr ARRAY<INT>, min_isr INT, "
+    "adding_replicas ARRAY<INT>, removing_replicas ARRAY<INT>, elr ARRAY<INT>"
+)
 
 
 def build_partition_states(bronze: DataFrame, default_min_isr: int = 1) -> tuple[DataFrame, DataFrame]:
@@ -36,34 +57,92 @@ def parse_partition_states(bronze: DataFrame, default_min_isr: int = 1) -> tuple
     """The expensive half of `build_partition_states`: (partition rows of the JSON records, typed; CLI captures
     with `_parsed`, their partitions or the reason they cannot be read)."""
     readable = bronze.where(F.col("parse_error").isNull())
-    from_json = readable.where(F.col("format") == "partition_json").select(
-        "cluster_id", "collected_at", "record_id", "source_file", "ingested_at",
-        F.from_json("payload", _JSON_SCHEMA).alias("_p"), F.lit("json").alias("source"), F.lit(0).alias("_line"),
-    ).select("*", *[F.col(f"_p.{c}").alias(c) for c in ("topic", "partition", "replicas", "isr", "min_isr",
-                                                         "adding_replicas", "removing_replicas", "elr")],
-             F.when(F.col("_p.leader") != -1, F.col("_p.leader")).alias("leader_id")).drop("_p")
+    from_json = (
+        readable.where(F.col("format") == "partition_json")
+        .select(
+            "cluster_id",
+            "collected_at",
+            "record_id",
+            "source_file",
+            "ingested_at",
+            F.from_json("payload", _JSON_SCHEMA).alias("_p"),
+            F.lit("json").alias("source"),
+            F.lit(0).alias("_line"),
+        )
+        .select(
+            "*",
+            *[
+                F.col(f"_p.{c}").alias(c)
+                for c in (
+                    "topic",
+                    "partition",
+                    "replicas",
+                    "isr",
+                    "min_isr",
+                    "adding_replicas",
+                    "removing_replicas",
+                    "elr",
+                )
+            ],
+            F.when(F.col("_p.leader") != -1, F.col("_p.leader")).alias("leader_id"),
+        )
+        .drop("_p")
+    )
 
-    captures = parsed_once(readable.where(F.col("format") == "kafka_topics_cli"),
-                           _parsed=_topics_udf("payload", F.lit(default_min_isr)))
+    captures = parsed_once(
+        readable.where(F.col("format") == "kafka_topics_cli"), _parsed=_topics_udf("payload", F.lit(default_min_isr))
+    )
     return from_json, captures
 
 
 def split_partition_states(from_json: DataFrame, captures: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(partition states, rejected records) from `parse_partition_states`' two parsed frames."""
-    bad = rejected(captures.where(F.col("_parsed.error").isNotNull()), "silver.partition_states",
-                   ["topics_capture_parses"], F.col("_parsed.error"))
-    from_cli = captures.where(F.col("_parsed.error").isNull()).select(
-        "cluster_id", "collected_at", "record_id", "source_file", "ingested_at", F.lit("cli").alias("source"),
-        F.explode("_parsed.partitions").alias("_p"),
-    ).select(
-        "cluster_id", "collected_at", "record_id", "source_file", "ingested_at", "source",
-        F.col("_p.line_number").alias("_line"),
-        *[F.col(f"_p.{c}").alias(c) for c in ("topic", "partition", "replicas", "isr", "min_isr", "adding_replicas",
-                                              "removing_replicas", "elr")],
-        F.col("_p.leader_id").alias("leader_id"),
+    bad = rejected(
+        captures.where(F.col("_parsed.error").isNotNull()),
+        "silver.partition_states",
+        ["topics_capture_parses"],
+        F.col("_parsed.error"),
     )
-    rows = latest_per_key(from_json.unionByName(from_cli), ["cluster_id", "collected_at", "topic", "partition"],
-                          order=["ingested_at", "record_id", "_line"])
+    from_cli = (
+        captures.where(F.col("_parsed.error").isNull())
+        .select(
+            "cluster_id",
+            "collected_at",
+            "record_id",
+            "source_file",
+            "ingested_at",
+            F.lit("cli").alias("source"),
+            F.explode("_parsed.partitions").alias("_p"),
+        )
+        .select(
+            "cluster_id",
+            "collected_at",
+            "record_id",
+            "source_file",
+            "ingested_at",
+            "source",
+            F.col("_p.line_number").alias("_line"),
+            *[
+                F.col(f"_p.{c}").alias(c)
+                for c in (
+                    "topic",
+                    "partition",
+                    "replicas",
+                    "isr",
+                    "min_isr",
+                    "adding_replicas",
+                    "removing_replicas",
+                    "elr",
+                )
+            ],
+            F.col("_p.leader_id").alias("leader_id"),
+        )
+    )
+    rows = latest_per_key(
+        from_json.unionByName(from_cli),
+        ["cluster_id", "collected_at", "topic", "partition"],
+        order=["ingested_at", "record_id", "_line"],
+    )
     return rows.transform(with_partition_flags).select(*PARTITION_COLUMNS), bad
 
 
@@ -96,21 +175,30 @@ def _status() -> Column:
 
 
 _INTS = T.ArrayType(T.IntegerType())
-_TOPICS = T.StructType([
-    T.StructField("error", T.StringType()),
-    T.StructField("partitions", T.ArrayType(T.StructType([
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("leader_id", T.IntegerType()),
-        T.StructField("replicas", _INTS),
-        T.StructField("isr", _INTS),
-        T.StructField("min_isr", T.IntegerType()),
-        T.StructField("adding_replicas", _INTS),
-        T.StructField("removing_replicas", _INTS),
-        T.StructField("elr", _INTS),
-        T.StructField("line_number", T.IntegerType()),
-    ]))),
-])
+_TOPICS = T.StructType(
+    [
+        T.StructField("error", T.StringType()),
+        T.StructField(
+            "partitions",
+            T.ArrayType(
+                T.StructType(
+                    [
+                        T.StructField("topic", T.StringType()),
+                        T.StructField("partition", T.IntegerType()),
+                        T.StructField("leader_id", T.IntegerType()),
+                        T.StructField("replicas", _INTS),
+                        T.StructField("isr", _INTS),
+                        T.StructField("min_isr", T.IntegerType()),
+                        T.StructField("adding_replicas", _INTS),
+                        T.StructField("removing_replicas", _INTS),
+                        T.StructField("elr", _INTS),
+                        T.StructField("line_number", T.IntegerType()),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
 
 
 def topics_capture(text: str, default_min_isr: int) -> dict:
@@ -124,5 +212,6 @@ def topics_capture(text: str, default_min_isr: int) -> dict:
     return {"error": None, "partitions": partitions}
 
 
-_topics_udf = F.udf(guarded(topics_capture, _TOPICS, lambda reason: {"error": reason, "partitions": None}),
-                    _TOPICS, useArrow=True)
+_topics_udf = F.udf(
+    guarded(topics_capture, _TOPICS, lambda reason: {"error": reason, "partitions": None}), _TOPICS, useArrow=True
+)

@@ -70,13 +70,22 @@ _CANONICAL.update(
     {
         "kafkaserverraftmetrics" + key.replace("_", ""): "raft_" + key
         for key in (
-            "current_leader", "current_epoch", "high_watermark", "log_end_offset", "current_state",
+            "current_leader",
+            "current_epoch",
+            "high_watermark",
+            "log_end_offset",
+            "current_state",
             # KRaft controller health (raft-metrics on every node, kafka-surfaces.md §4.3). The Strimzi rules type
             # `*-max` as COUNTER, so jmx_exporter 1.x writes `..._commit_latency_max_total`: the `_total` is
             # stripped below because the base is known. Idle Avg/Max read NaN, kept as NaN in silver.
-            "current_vote", "number_unknown_voter_connections",
-            "commit_latency_avg", "commit_latency_max", "election_latency_avg", "election_latency_max",
-            "append_records_rate", "fetch_records_rate",
+            "current_vote",
+            "number_unknown_voter_connections",
+            "commit_latency_avg",
+            "commit_latency_max",
+            "election_latency_avg",
+            "election_latency_max",
+            "append_records_rate",
+            "fetch_records_rate",
         )
     }
 )

@@ -22,8 +22,10 @@ from silver.udf_guard import guarded
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
-_REPLICA = ("STRUCT<replicaId: INT, replicaDirectoryId: STRING, logEndOffset: BIGINT, lastFetchTimestamp: BIGINT, "
-            "lastCaughtUpTimestamp: BIGINT>")
+_REPLICA = (
+    "STRUCT<replicaId: INT, replicaDirectoryId: STRING, logEndOffset: BIGINT, lastFetchTimestamp: BIGINT, "
+    "lastCaughtUpTimestamp: BIGINT>"
+)
 RESPONSE_SCHEMA = (
     "response STRUCT<errorCode: INT, errorMessage: STRING, topics: ARRAY<STRUCT<topicName: STRING, "
     "partitions: ARRAY<STRUCT<partitionIndex: INT, errorCode: INT, errorMessage: STRING, leaderId: INT, "
@@ -32,21 +34,50 @@ RESPONSE_SCHEMA = (
 
 # The same response with every number read as its JSON text: a number the typed schema cannot hold (beyond INT or
 # BIGINT, or not an integer) is NULL there but not here, so it is caught instead of passing for "unknown".
-RAW_RESPONSE_SCHEMA = (RESPONSE_SCHEMA.replace("BIGINT", "STRING").replace("INT>", "STRING>")
-                       .replace(": INT,", ": STRING,"))
+RAW_RESPONSE_SCHEMA = (
+    RESPONSE_SCHEMA.replace("BIGINT", "STRING").replace("INT>", "STRING>").replace(": INT,", ": STRING,")
+)
 _PARTITION_NUMBERS = ("partitionIndex", "errorCode", "leaderId", "leaderEpoch", "highWatermark")
 _REPLICA_NUMBERS = ("replicaId", "logEndOffset", "lastFetchTimestamp", "lastCaughtUpTimestamp")
 _REPLICA_TIMESTAMPS = ("lastFetchTimestamp", "lastCaughtUpTimestamp")
 
 SNAPSHOT_COLUMNS = [
-    "cluster_id", "collected_at", "source", "api_version", "leader_id", "leader_epoch", "high_watermark",
-    "voter_count", "observer_count", "voter_ids", "error_code", "error_message", "ref_at", "kafka_cluster_id",
-    "cli_max_follower_lag", "cli_max_follower_lag_time_ms", "record_ids", "ingested_at",
+    "cluster_id",
+    "collected_at",
+    "source",
+    "api_version",
+    "leader_id",
+    "leader_epoch",
+    "high_watermark",
+    "voter_count",
+    "observer_count",
+    "voter_ids",
+    "error_code",
+    "error_message",
+    "ref_at",
+    "kafka_cluster_id",
+    "cli_max_follower_lag",
+    "cli_max_follower_lag_time_ms",
+    "record_ids",
+    "ingested_at",
 ]
 REPLICA_COLUMNS = [
-    "cluster_id", "collected_at", "replica_id", "is_voter", "position", "replica_directory_id", "role",
-    "log_end_offset", "last_fetch_at", "last_caught_up_at", "offset_lag", "caught_up_lag_ms", "fetch_age_ms",
-    "source", "record_id", "ingested_at",
+    "cluster_id",
+    "collected_at",
+    "replica_id",
+    "is_voter",
+    "position",
+    "replica_directory_id",
+    "role",
+    "log_end_offset",
+    "last_fetch_at",
+    "last_caught_up_at",
+    "offset_lag",
+    "caught_up_lag_ms",
+    "fetch_age_ms",
+    "source",
+    "record_id",
+    "ingested_at",
 ]
 
 
@@ -87,16 +118,22 @@ def split_quorum(admin: DataFrame, cli: DataFrame) -> tuple[DataFrame, DataFrame
 
 # --- DescribeQuorum JSON ---------------------------------------------------------------------------------------------
 
+
 def _parse_admin(records: DataFrame) -> DataFrame:
     """The records with `_r`, the typed response, and `_range_error`, why its numbers are unusable (or NULL)."""
-    typed = parsed_once(records, _r=F.from_json("payload", RESPONSE_SCHEMA).getField("response"),
-                        _raw=F.from_json("payload", RAW_RESPONSE_SCHEMA).getField("response"))
+    typed = parsed_once(
+        records,
+        _r=F.from_json("payload", RESPONSE_SCHEMA).getField("response"),
+        _raw=F.from_json("payload", RAW_RESPONSE_SCHEMA).getField("response"),
+    )
     return parsed_once(typed, _range_error=_range_errors(F.col("_r"), F.col("_raw"))).drop("_raw")
 
 
 def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     out_of_range = rejected(
-        unusable.where(F.col("_range_error").isNotNull()), "silver.quorum_snapshots", ["values_in_range"],
+        unusable.where(F.col("_range_error").isNotNull()),
+        "silver.quorum_snapshots",
+        ["values_in_range"],
         F.col("_range_error"),
     )
     parsed = unusable.where(F.col("_range_error").isNull()).drop("_range_error")
@@ -104,11 +141,12 @@ def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     top_error = F.coalesce(F.col("_r.errorCode"), F.lit(0))
     # A top-level error response carries no topics at all (DescribeQuorumResponse.getTopLevelErrorResponse).
     shape_ok = F.col("_r").isNotNull() & (
-        (top_error != 0)
-        | ((F.size(topics) == 1) & (F.size(F.get(topics, 0)["partitions"]) == 1))
+        (top_error != 0) | ((F.size(topics) == 1) & (F.size(F.get(topics, 0)["partitions"]) == 1))
     )
     bad_shape = rejected(
-        parsed.where(~F.coalesce(shape_ok, F.lit(False))), "silver.quorum_snapshots", ["response_shape"],
+        parsed.where(~F.coalesce(shape_ok, F.lit(False))),
+        "silver.quorum_snapshots",
+        ["response_shape"],
         F.lit("the response must hold exactly one topic with one partition (__cluster_metadata-0)"),
     )
     p = F.get(F.get(F.col("_r.topics"), 0)["partitions"], 0)
@@ -128,7 +166,8 @@ def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         ref_ms.alias("_ref_ms"),
     )
     snapshots = ok.select(
-        "cluster_id", "collected_at",
+        "cluster_id",
+        "collected_at",
         F.lit("admin").alias("source"),
         "api_version",
         F.when(~F.col("_is_error"), _known(F.col("_p.leaderId"))).cast("int").alias("leader_id"),
@@ -137,7 +176,8 @@ def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         _count("_p.currentVoters").alias("voter_count"),
         _count("_p.observers").alias("observer_count"),
         F.transform("_p.currentVoters", lambda v: v["replicaId"]).alias("voter_ids"),
-        "error_code", "error_message",
+        "error_code",
+        "error_message",
         epoch_ms_to_timestamp(F.col("_ref_ms")).alias("ref_at"),
         F.lit(None).cast("string").alias("kafka_cluster_id"),
         F.lit(None).cast("bigint").alias("cli_max_follower_lag"),
@@ -148,35 +188,50 @@ def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.col("record_id").alias("_winner"),
     )
     healthy = ok.where(~F.col("_is_error"))
-    voters = healthy.select("*", F.posexplode("_p.currentVoters").alias("position", "_rep")).withColumn("is_voter", F.lit(True))
-    observers = healthy.select("*", F.posexplode("_p.observers").alias("position", "_rep")).withColumn("is_voter", F.lit(False))
+    voters = healthy.select("*", F.posexplode("_p.currentVoters").alias("position", "_rep")).withColumn(
+        "is_voter", F.lit(True)
+    )
+    observers = healthy.select("*", F.posexplode("_p.observers").alias("position", "_rep")).withColumn(
+        "is_voter", F.lit(False)
+    )
     both = voters.unionByName(observers)
     missing = rejected(
         both.where(F.col("_rep.replicaId").isNull() | F.col("_rep.logEndOffset").isNull()),
-        "silver.replica_states", ["replica_fields_present"],
+        "silver.replica_states",
+        ["replica_fields_present"],
         F.concat(F.lit("replica entry without replicaId or logEndOffset: "), F.to_json("_rep")),
     )
-    replicas = both.where(F.col("_rep.replicaId").isNotNull() & F.col("_rep.logEndOffset").isNotNull()).select(
-        "cluster_id", "collected_at",
-        F.col("_rep.replicaId").alias("replica_id"),
-        "is_voter", "position",
-        F.when(F.col("_rep.replicaDirectoryId") != ZERO_UUID, F.col("_rep.replicaDirectoryId")).alias("replica_directory_id"),
-        _role(F.col("_rep.replicaId"), F.col("_p.leaderId"), F.col("is_voter")).alias("role"),
-        F.col("_rep.logEndOffset").alias("_leo"),
-        F.col("_leader.logEndOffset").alias("_leader_leo"),
-        F.col("_rep.lastFetchTimestamp").alias("_fetch_ms"),
-        F.col("_rep.lastCaughtUpTimestamp").alias("_caught_up_ms"),
-        "_ref_ms",
-        F.lit("admin").alias("source"),
-        "record_id", "ingested_at",
-        F.col("record_id").alias("_winner"),
-    ).transform(_with_lags)
+    replicas = (
+        both.where(F.col("_rep.replicaId").isNotNull() & F.col("_rep.logEndOffset").isNotNull())
+        .select(
+            "cluster_id",
+            "collected_at",
+            F.col("_rep.replicaId").alias("replica_id"),
+            "is_voter",
+            "position",
+            F.when(F.col("_rep.replicaDirectoryId") != ZERO_UUID, F.col("_rep.replicaDirectoryId")).alias(
+                "replica_directory_id"
+            ),
+            _role(F.col("_rep.replicaId"), F.col("_p.leaderId"), F.col("is_voter")).alias("role"),
+            F.col("_rep.logEndOffset").alias("_leo"),
+            F.col("_leader.logEndOffset").alias("_leader_leo"),
+            F.col("_rep.lastFetchTimestamp").alias("_fetch_ms"),
+            F.col("_rep.lastCaughtUpTimestamp").alias("_caught_up_ms"),
+            "_ref_ms",
+            F.lit("admin").alias("source"),
+            "record_id",
+            "ingested_at",
+            F.col("record_id").alias("_winner"),
+        )
+        .transform(_with_lags)
+    )
     return snapshots, replicas, out_of_range.unionByName(bad_shape).unionByName(missing)
 
 
 def _range_errors(typed: Column, raw: Column) -> Column:
     """Why a response cannot be typed: the numbers its columns cannot hold, and timestamps that are neither -1
     (unknown) nor epoch milliseconds up to year 9999. NULL when every number is usable."""
+
     def unreadable(t: Column, r: Column) -> Column:
         return r.isNotNull() & t.isNull()
 
@@ -194,8 +249,12 @@ def _range_errors(typed: Column, raw: Column) -> Column:
         for name in _REPLICA_NUMBERS:
             problems.append(F.when(_any_pair(t_reps, r_reps, name, unreadable), F.lit(f"{array}[].{name}")))
         for name in _REPLICA_TIMESTAMPS:
-            problems.append(F.when(F.exists(t_reps, _field_test(name, bad_time)),
-                                   F.lit(f"{array}[].{name} (not -1 or epoch ms up to year 9999)")))
+            problems.append(
+                F.when(
+                    F.exists(t_reps, _field_test(name, bad_time)),
+                    F.lit(f"{array}[].{name} (not -1 or epoch ms up to year 9999)"),
+                )
+            )
     found = F.concat_ws(", ", F.array(*problems))
     return F.when(found != "", F.concat(F.lit("numbers out of range or not integers: "), found))
 
@@ -238,38 +297,46 @@ def _with_lags(rows: DataFrame) -> DataFrame:
         .withColumn("last_fetch_at", epoch_ms_to_timestamp(fetch))
         .withColumn("last_caught_up_at", epoch_ms_to_timestamp(caught_up))
         .withColumn("offset_lag", F.when(is_leader, F.lit(0).cast("bigint")).otherwise(F.try_subtract(leader_leo, leo)))
-        .withColumn("caught_up_lag_ms", F.when(is_leader, F.lit(0).cast("bigint"))
-                    .otherwise(F.try_subtract(F.col("_ref_ms"), caught_up)))
-        .withColumn("fetch_age_ms", F.when(is_leader, F.lit(0).cast("bigint"))
-                    .otherwise(F.try_subtract(F.col("_ref_ms"), fetch)))
+        .withColumn(
+            "caught_up_lag_ms",
+            F.when(is_leader, F.lit(0).cast("bigint")).otherwise(F.try_subtract(F.col("_ref_ms"), caught_up)),
+        )
+        .withColumn(
+            "fetch_age_ms",
+            F.when(is_leader, F.lit(0).cast("bigint")).otherwise(F.try_subtract(F.col("_ref_ms"), fetch)),
+        )
     )
 
 
 # --- kafka-metadata-quorum captures ---------------------------------------------------------------------------------
 
-_CLI_REPLICA = T.StructType([
-    T.StructField("replica_id", T.IntegerType()),
-    T.StructField("is_voter", T.BooleanType()),
-    T.StructField("position", T.IntegerType()),
-    T.StructField("replica_directory_id", T.StringType()),
-    T.StructField("log_end_offset", T.LongType()),
-    T.StructField("last_fetch_ms", T.LongType()),
-    T.StructField("last_caught_up_ms", T.LongType()),
-    T.StructField("is_leader", T.BooleanType()),
-])
-_CLI_SNAPSHOT = T.StructType([
-    T.StructField("error", T.StringType()),
-    T.StructField("kafka_cluster_id", T.StringType()),
-    T.StructField("leader_id", T.IntegerType()),
-    T.StructField("leader_epoch", T.IntegerType()),
-    T.StructField("high_watermark", T.LongType()),
-    T.StructField("voter_ids", T.ArrayType(T.IntegerType())),
-    T.StructField("observer_count", T.IntegerType()),
-    T.StructField("ref_ms", T.LongType()),
-    T.StructField("max_follower_lag", T.LongType()),
-    T.StructField("max_follower_lag_time_ms", T.LongType()),
-    T.StructField("replicas", T.ArrayType(_CLI_REPLICA)),
-])
+_CLI_REPLICA = T.StructType(
+    [
+        T.StructField("replica_id", T.IntegerType()),
+        T.StructField("is_voter", T.BooleanType()),
+        T.StructField("position", T.IntegerType()),
+        T.StructField("replica_directory_id", T.StringType()),
+        T.StructField("log_end_offset", T.LongType()),
+        T.StructField("last_fetch_ms", T.LongType()),
+        T.StructField("last_caught_up_ms", T.LongType()),
+        T.StructField("is_leader", T.BooleanType()),
+    ]
+)
+_CLI_SNAPSHOT = T.StructType(
+    [
+        T.StructField("error", T.StringType()),
+        T.StructField("kafka_cluster_id", T.StringType()),
+        T.StructField("leader_id", T.IntegerType()),
+        T.StructField("leader_epoch", T.IntegerType()),
+        T.StructField("high_watermark", T.LongType()),
+        T.StructField("voter_ids", T.ArrayType(T.IntegerType())),
+        T.StructField("observer_count", T.IntegerType()),
+        T.StructField("ref_ms", T.LongType()),
+        T.StructField("max_follower_lag", T.LongType()),
+        T.StructField("max_follower_lag_time_ms", T.LongType()),
+        T.StructField("replicas", T.ArrayType(_CLI_REPLICA)),
+    ]
+)
 
 
 def cli_snapshot(replication: str | None, status: str | None, collected_at_ms: int) -> dict:
@@ -282,28 +349,42 @@ def cli_snapshot(replication: str | None, status: str | None, collected_at_ms: i
     leader_rows = [r for r in rows or [] if r["status"] == "Leader"]
     leader_id = st["leader_id"] if st else leader_rows[0]["replica_id"]
     if st and rows is not None and leader_rows and st["leader_id"] != leader_rows[0]["replica_id"]:
-        return {"error": f"--status says leader {st['leader_id']} but --replication says {leader_rows[0]['replica_id']}"}
+        return {
+            "error": f"--status says leader {st['leader_id']} but --replication says {leader_rows[0]['replica_id']}"
+        }
     # Response order of the voters: --status lists them as the server returned them; --replication prints the
     # leader first, so without --status the leader's true position is unknown and it is taken as first.
-    voter_order = [v["id"] for v in st["voters"]] if st else [r["replica_id"] for r in rows if r["status"] != "Observer"]
-    observer_order = [o["id"] for o in st["observers"]] if st else [r["replica_id"] for r in rows if r["status"] == "Observer"]
+    voter_order = (
+        [v["id"] for v in st["voters"]] if st else [r["replica_id"] for r in rows if r["status"] != "Observer"]
+    )
+    observer_order = (
+        [o["id"] for o in st["observers"]] if st else [r["replica_id"] for r in rows if r["status"] == "Observer"]
+    )
     replicas = []
     for r in rows or []:
         is_voter = r["status"] != "Observer"
         order = voter_order if is_voter else observer_order
         position = order.index(r["replica_id"]) if r["replica_id"] in order else len(order) + r["position"]
-        replicas.append({
-            "replica_id": r["replica_id"], "is_voter": is_voter, "position": position,
-            "replica_directory_id": r["replica_directory_id"], "log_end_offset": r["log_end_offset"],
-            "last_fetch_ms": r["last_fetch_ms"], "last_caught_up_ms": r["last_caught_up_ms"],
-            "is_leader": r["status"] == "Leader",
-        })
+        replicas.append(
+            {
+                "replica_id": r["replica_id"],
+                "is_voter": is_voter,
+                "position": position,
+                "replica_directory_id": r["replica_directory_id"],
+                "log_end_offset": r["log_end_offset"],
+                "last_fetch_ms": r["last_fetch_ms"],
+                "last_caught_up_ms": r["last_caught_up_ms"],
+                "is_leader": r["status"] == "Leader",
+            }
+        )
     ref_ms = (leader_rows[0]["last_caught_up_ms"] if leader_rows else None) or collected_at_ms
     for r in replicas:
         for key, label in (("last_fetch_ms", "LastFetchTimestamp"), ("last_caught_up_ms", "LastCaughtUpTimestamp")):
             if r[key] is not None and r[key] != -1 and not MIN_EPOCH_MS <= r[key] <= MAX_EPOCH_MS:
-                return {"error": f"replica {r['replica_id']}: {label} {r[key]} is out of range "
-                                 f"(epoch milliseconds up to year 9999)"}
+                return {
+                    "error": f"replica {r['replica_id']}: {label} {r[key]} is out of range "
+                    f"(epoch milliseconds up to year 9999)"
+                }
     return {
         "error": None,
         "kafka_cluster_id": st["kafka_cluster_id"] if st else None,
@@ -319,8 +400,9 @@ def cli_snapshot(replication: str | None, status: str | None, collected_at_ms: i
     }
 
 
-_cli_snapshot_udf = F.udf(guarded(cli_snapshot, _CLI_SNAPSHOT, lambda reason: {"error": reason}), _CLI_SNAPSHOT,
-                          useArrow=True)
+_cli_snapshot_udf = F.udf(
+    guarded(cli_snapshot, _CLI_SNAPSHOT, lambda reason: {"error": reason}), _CLI_SNAPSHOT, useArrow=True
+)
 
 
 def _parse_cli(records: DataFrame) -> DataFrame:
@@ -340,7 +422,9 @@ def _parse_cli(records: DataFrame) -> DataFrame:
     )
     parsed = parsed_once(
         pairs, _s=_cli_snapshot_udf("_replication", "_status", F.unix_millis("collected_at"))
-    ).withColumn("_winner", F.concat_ws("+", F.coalesce("_rep_record", F.lit("")), F.coalesce("_status_record", F.lit(""))))
+    ).withColumn(
+        "_winner", F.concat_ws("+", F.coalesce("_rep_record", F.lit("")), F.coalesce("_status_record", F.lit("")))
+    )
     return parsed
 
 
@@ -352,11 +436,13 @@ def _from_cli(parsed: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.concat(F.lit("["), F.concat_ws(",", "_records"), F.lit("]")).alias("_record_json"),
         F.col("_s.error").alias("_reason"),
     )
-    bad_rows = rejected(bad, "silver.quorum_snapshots", ["cli_capture_parses"], F.col("_reason"),
-                        record=F.col("_record_json"))
+    bad_rows = rejected(
+        bad, "silver.quorum_snapshots", ["cli_capture_parses"], F.col("_reason"), record=F.col("_record_json")
+    )
     good = parsed.where(F.col("_s.error").isNull())
     snapshots = good.select(
-        "cluster_id", "collected_at",
+        "cluster_id",
+        "collected_at",
         F.lit("cli").alias("source"),
         F.lit(None).cast("int").alias("api_version"),
         _known(F.col("_s.leader_id")).alias("leader_id"),
@@ -379,12 +465,16 @@ def _from_cli(parsed: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     rep = good.select("*", F.explode("_s.replicas").alias("_rep"))
     leader_leo = F.get(F.filter("_s.replicas", lambda r: r["is_leader"]), 0)["log_end_offset"]
     replicas = rep.select(
-        "cluster_id", "collected_at",
+        "cluster_id",
+        "collected_at",
         F.col("_rep.replica_id").alias("replica_id"),
         F.col("_rep.is_voter").alias("is_voter"),
         F.col("_rep.position").alias("position"),
         F.col("_rep.replica_directory_id").alias("replica_directory_id"),
-        F.when(F.col("_rep.is_leader"), "leader").when(F.col("_rep.is_voter"), "follower").otherwise("observer").alias("role"),
+        F.when(F.col("_rep.is_leader"), "leader")
+        .when(F.col("_rep.is_voter"), "follower")
+        .otherwise("observer")
+        .alias("role"),
         F.coalesce(F.col("_rep.log_end_offset"), F.lit(-1)).alias("_leo"),
         F.coalesce(leader_leo, F.lit(-1)).alias("_leader_leo"),
         F.coalesce(F.col("_rep.last_fetch_ms"), F.lit(-1)).alias("_fetch_ms"),

@@ -24,8 +24,9 @@ time.tzset()
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     # Must be the first SparkSession of the process (Delta's jars are only picked up when the JVM starts).
-    config = Config(warehouse=str(tmp_path_factory.mktemp("session-warehouse")), spark_master="local[2]",
-                    shuffle_partitions=2)
+    config = Config(
+        warehouse=str(tmp_path_factory.mktemp("session-warehouse")), spark_master="local[2]", shuffle_partitions=2
+    )
     session = get_spark(config, app_name="quorumlake-tests")
     quiet(session)
     Lakehouse(session, config).tune_for(0)  # every test's data is tiny: the engine of a small run
@@ -50,8 +51,9 @@ def landing(tmp_path) -> Callable[..., Path]:
 @pytest.fixture
 def make_lakehouse(spark, tmp_path) -> Callable[..., Lakehouse]:
     def make(landing: Path, **settings) -> Lakehouse:
-        config = Config(landing=str(landing), warehouse=str(tmp_path / "warehouse"), spark_master="local[2]",
-                        shuffle_partitions=2).with_overrides(**settings)
+        config = Config(
+            landing=str(landing), warehouse=str(tmp_path / "warehouse"), spark_master="local[2]", shuffle_partitions=2
+        ).with_overrides(**settings)
         return Lakehouse(spark, config)
 
     return make

@@ -48,27 +48,50 @@ def _positive(kind: type) -> Callable[[str], float]:
 
 def add_collect_parser(commands) -> argparse.ArgumentParser:
     collect = commands.add_parser(
-        "collect", help="poll a Kafka cluster and write its landing zone (DescribeQuorum, partitions, scrapes)",
+        "collect",
+        help="poll a Kafka cluster and write its landing zone (DescribeQuorum, partitions, scrapes)",
         description="Poll a KRaft cluster every --interval-s seconds and write DescribeQuorum responses, partition "
-                    "states and Prometheus scrapes into the landing zone, in the data contract's formats. A failed "
-                    "capture is written as an error record and never stops the collector.",
+        "states and Prometheus scrapes into the landing zone, in the data contract's formats. A failed "
+        "capture is written as an error record and never stops the collector.",
     )
     target = collect.add_mutually_exclusive_group(required=True)
-    target.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", type=_addresses,
-                        help="brokers to ask (they forward DescribeQuorum to the active controller)")
-    target.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]", type=_addresses,
-                        help="controllers to ask (quorum only: partition states need --bootstrap-server)")
-    collect.add_argument("--metrics-url", metavar="NODE_ID=URL", action="append", default=[], type=_metrics_url,
-                         help="a node's JMX exporter endpoint, e.g. 1=http://host:7071/metrics; repeatable")
+    target.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,...]",
+        type=_addresses,
+        help="brokers to ask (they forward DescribeQuorum to the active controller)",
+    )
+    target.add_argument(
+        "--bootstrap-controller",
+        metavar="HOST:PORT[,...]",
+        type=_addresses,
+        help="controllers to ask (quorum only: partition states need --bootstrap-server)",
+    )
+    collect.add_argument(
+        "--metrics-url",
+        metavar="NODE_ID=URL",
+        action="append",
+        default=[],
+        type=_metrics_url,
+        help="a node's JMX exporter endpoint, e.g. 1=http://host:7071/metrics; repeatable",
+    )
     collect.add_argument("--cluster-id", metavar="ID", help="cluster id in the landing paths (default: Kafka's own)")
     collect.add_argument("--landing", metavar="PATH", required=True, help="landing zone root to write into")
-    collect.add_argument("--interval-s", type=_positive(float), default=30.0,
-                         help="seconds between polls (default: 30)")
+    collect.add_argument(
+        "--interval-s", type=_positive(float), default=30.0, help="seconds between polls (default: 30)"
+    )
     collect.add_argument("--count", type=_positive(int), help="stop after this many polls (default: until stopped)")
-    collect.add_argument("--timeout-s", type=_positive(float), default=10.0,
-                         help="timeout of each connection, request and scrape (default: 10)")
-    collect.add_argument("--command-config", metavar="FILE",
-                         help="Kafka client properties (security.protocol, ssl.*, sasl.*), as for Kafka's tools")
+    collect.add_argument(
+        "--timeout-s",
+        type=_positive(float),
+        default=10.0,
+        help="timeout of each connection, request and scrape (default: 10)",
+    )
+    collect.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Kafka client properties (security.protocol, ssl.*, sasl.*), as for Kafka's tools",
+    )
     return collect
 
 
@@ -89,9 +112,14 @@ def run_collect(args: argparse.Namespace, progress: Callable[[str], None]) -> in
     except OSError as exc:
         raise CollectUsageError(f"cannot create landing folder {args.landing}: {exc.strerror or exc}") from None
     options = CollectOptions(
-        landing=args.landing, bootstrap_servers=args.bootstrap_server or (),
-        bootstrap_controllers=args.bootstrap_controller or (), metrics_urls=tuple(args.metrics_url),
-        cluster_id=args.cluster_id, interval_s=args.interval_s, count=args.count, timeout_s=args.timeout_s,
+        landing=args.landing,
+        bootstrap_servers=args.bootstrap_server or (),
+        bootstrap_controllers=args.bootstrap_controller or (),
+        metrics_urls=tuple(args.metrics_url),
+        cluster_id=args.cluster_id,
+        interval_s=args.interval_s,
+        count=args.count,
+        timeout_s=args.timeout_s,
         settings=settings,
     )
     Collector(options, progress=progress).run()

@@ -65,8 +65,12 @@ class Landing:
         return candidate
 
     def quorum(self, cluster_id: str, collected_at_ms: int, api_version: int, response: dict) -> Path:
-        envelope = {"cluster_id": cluster_id, "collected_at_ms": collected_at_ms, "api_version": api_version,
-                    "response": response}
+        envelope = {
+            "cluster_id": cluster_id,
+            "collected_at_ms": collected_at_ms,
+            "api_version": api_version,
+            "response": response,
+        }
         path = self.root / "quorum" / f"cluster={safe_segment(cluster_id)}" / f"{collected_at_ms}.jsonl"
         return write_atomically(self._unique(path), _jsonl([envelope]))
 
@@ -85,8 +89,9 @@ class Landing:
         return write_atomically(self._unique(path), _jsonl([record]))
 
     def scrape(self, cluster_id: str, node_id: int, scraped_at_ms: int, body: bytes) -> Path:
-        path = (self.root / "metrics" / f"cluster={safe_segment(cluster_id)}" / f"node={node_id}"
-                / f"{scraped_at_ms}.prom")
+        path = (
+            self.root / "metrics" / f"cluster={safe_segment(cluster_id)}" / f"node={node_id}" / f"{scraped_at_ms}.prom"
+        )
         return write_atomically(self._unique(path), body)
 
     def scrape_error(self, cluster_id: str, node_id: int, scraped_at_ms: int, url: str, reason: str) -> Path:

@@ -58,8 +58,9 @@ def _via_metadata(conn: KafkaConnection) -> tuple[list[PartitionState], list[str
             errors.append(f"topic {t.name}: {error_name(t.error_code)}")
             continue
         for p in t.partitions:
-            states.append(PartitionState(t.name, p.partition_index, p.leader_id, list(p.replica_nodes),
-                                         list(p.isr_nodes), None))
+            states.append(
+                PartitionState(t.name, p.partition_index, p.leader_id, list(p.replica_nodes), list(p.isr_nodes), None)
+            )
     return states, errors
 
 
@@ -73,8 +74,9 @@ def _via_describe_topic_partitions(conn: KafkaConnection) -> tuple[list[Partitio
     topic_request = DescribeTopicPartitionsRequest.TopicRequest
     cursor = None
     for _ in range(10_000):  # pages of up to 2000 partitions; bounded
-        request = DescribeTopicPartitionsRequest(topics=[topic_request(name=n) for n in names],
-                                                 response_partition_limit=2000, cursor=cursor)
+        request = DescribeTopicPartitionsRequest(
+            topics=[topic_request(name=n) for n in names], response_partition_limit=2000, cursor=cursor
+        )
         response = conn.send(request, version, DescribeTopicPartitionsResponse)
         for t in response.topics:
             if t.error_code != 0:
@@ -82,12 +84,21 @@ def _via_describe_topic_partitions(conn: KafkaConnection) -> tuple[list[Partitio
                 continue
             for p in t.partitions:
                 elr = p.eligible_leader_replicas
-                states.append(PartitionState(t.name, p.partition_index, p.leader_id, list(p.replica_nodes),
-                                             list(p.isr_nodes), None if elr is None else list(elr)))
+                states.append(
+                    PartitionState(
+                        t.name,
+                        p.partition_index,
+                        p.leader_id,
+                        list(p.replica_nodes),
+                        list(p.isr_nodes),
+                        None if elr is None else list(elr),
+                    )
+                )
         if response.next_cursor is None:
             break
-        cursor = DescribeTopicPartitionsRequest.Cursor(topic_name=response.next_cursor.topic_name,
-                                                       partition_index=response.next_cursor.partition_index)
+        cursor = DescribeTopicPartitionsRequest.Cursor(
+            topic_name=response.next_cursor.topic_name, partition_index=response.next_cursor.partition_index
+        )
     return states, errors
 
 
@@ -97,9 +108,11 @@ def _min_isr(conn: KafkaConnection, topics: Sequence[str]) -> tuple[dict[str, in
     version = conn.version_for(DescribeConfigsRequest, 4)
     resource = DescribeConfigsRequest.DescribeConfigsResource
     request = DescribeConfigsRequest(
-        resources=[resource(resource_type=TOPIC_RESOURCE, resource_name=t, configuration_keys=[MIN_ISR])
-                   for t in topics],
-        include_synonyms=False, include_documentation=False,
+        resources=[
+            resource(resource_type=TOPIC_RESOURCE, resource_name=t, configuration_keys=[MIN_ISR]) for t in topics
+        ],
+        include_synonyms=False,
+        include_documentation=False,
     )
     response = conn.send(request, version, DescribeConfigsResponse)
     values, errors = {}, []
@@ -133,8 +146,13 @@ def partition_states(brokers: Sequence[str], settings: ClientSettings, timeout_s
 def partition_record(cluster_id: str, collected_at_ms: int, state: PartitionState, min_isr: int) -> dict[str, Any]:
     """One `partitions/*.jsonl` line (contract §1)."""
     record: dict[str, Any] = {
-        "cluster_id": cluster_id, "collected_at_ms": collected_at_ms, "topic": state.topic,
-        "partition": state.partition, "leader": state.leader, "replicas": state.replicas, "isr": state.isr,
+        "cluster_id": cluster_id,
+        "collected_at_ms": collected_at_ms,
+        "topic": state.topic,
+        "partition": state.partition,
+        "leader": state.leader,
+        "replicas": state.replicas,
+        "isr": state.isr,
         "min_isr": min_isr,
     }
     if state.elr is not None:

@@ -72,13 +72,15 @@ def _partition(p: Any, version: int) -> dict:
     out: dict[str, Any] = {"partitionIndex": p.partition_index, "errorCode": p.error_code}
     if version >= 2:
         out["errorMessage"] = p.error_message
-    out.update({
-        "leaderId": p.leader_id,
-        "leaderEpoch": p.leader_epoch,
-        "highWatermark": p.high_watermark,
-        "currentVoters": [_replica(r, version) for r in p.current_voters or []],
-        "observers": [_replica(r, version) for r in p.observers or []],
-    })
+    out.update(
+        {
+            "leaderId": p.leader_id,
+            "leaderEpoch": p.leader_epoch,
+            "highWatermark": p.high_watermark,
+            "currentVoters": [_replica(r, version) for r in p.current_voters or []],
+            "observers": [_replica(r, version) for r in p.observers or []],
+        }
+    )
     return out
 
 
@@ -95,8 +97,10 @@ def render_response(response: Any, version: int) -> dict:
     ]
     if version >= 2:
         out["nodes"] = [
-            {"nodeId": n.node_id,
-             "listeners": [{"name": li.name, "host": li.host, "port": li.port} for li in n.listeners or []]}
+            {
+                "nodeId": n.node_id,
+                "listeners": [{"name": li.name, "host": li.host, "port": li.port} for li in n.listeners or []],
+            }
             for n in response.nodes or []
         ]
     return out
@@ -106,8 +110,9 @@ def describe_quorum(conn: KafkaConnection) -> tuple[int, Any]:
     """(negotiated version, decoded response) of one DescribeQuorum for __cluster_metadata-0."""
     version = conn.version_for(DescribeQuorumRequest, HIGHEST_VERSION)
     topic = DescribeQuorumRequest.TopicData
-    request = DescribeQuorumRequest(topics=[topic(topic_name=METADATA_TOPIC,
-                                                  partitions=[topic.PartitionData(partition_index=0)])])
+    request = DescribeQuorumRequest(
+        topics=[topic(topic_name=METADATA_TOPIC, partitions=[topic.PartitionData(partition_index=0)])]
+    )
     return version, conn.send(request, version, DescribeQuorumResponse)
 
 
@@ -122,8 +127,10 @@ def describe_cluster(conn: KafkaConnection, endpoint_type: int) -> Any:
         request = DescribeClusterRequest(include_cluster_authorized_operations=False)
     response = conn.send(request, version, DescribeClusterResponse)
     if response.error_code != 0:
-        raise CollectError(f"{conn.address}: DescribeCluster failed: {error_name(response.error_code)}"
-                           f"{': ' + response.error_message if response.error_message else ''}")
+        raise CollectError(
+            f"{conn.address}: DescribeCluster failed: {error_name(response.error_code)}"
+            f"{': ' + response.error_message if response.error_message else ''}"
+        )
     return response
 
 
@@ -150,8 +157,9 @@ def quorum_via_brokers(brokers: Sequence[str], settings: ClientSettings, timeout
 
 def quorum_via_controllers(controllers: Sequence[str], settings: ClientSettings, timeout_s: float) -> QuorumResult:
     """Ask a bootstrap controller which controller is active, then ask that one (the only one that answers)."""
-    cluster = first_reachable(controllers, settings, timeout_s,
-                              lambda conn: describe_cluster(conn, ENDPOINT_CONTROLLERS))
+    cluster = first_reachable(
+        controllers, settings, timeout_s, lambda conn: describe_cluster(conn, ENDPOINT_CONTROLLERS)
+    )
     known = {b.broker_id: f"{b.host}:{b.port}" for b in cluster.brokers or []}
     order = [known[cluster.controller_id]] if cluster.controller_id in known else []
     order += [a for a in list(known.values()) + list(controllers) if a not in order]

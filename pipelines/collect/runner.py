@@ -45,8 +45,10 @@ class RoundSummary:
     scrapes: int
 
     def line(self) -> str:
-        return (f"poll {self.number} ({self.cluster_id}): quorum {self.quorum}; partitions {self.partitions}; "
-                f"scrapes {self.scrapes_ok}/{self.scrapes}")
+        return (
+            f"poll {self.number} ({self.cluster_id}): quorum {self.quorum}; partitions {self.partitions}; "
+            f"scrapes {self.scrapes_ok}/{self.scrapes}"
+        )
 
 
 def now_ms() -> int:
@@ -121,8 +123,11 @@ class Collector:
                 records.append(partition_record(cluster_id, at, state, result.min_isr[state.topic]))
             elif state.topic not in missing:
                 missing.append(state.topic)
-        errors = list(result.errors) + [f"topic {t}: no min.insync.replicas" for t in missing
-                                        if not any(e.startswith(f"topic {t}:") for e in result.errors)]
+        errors = list(result.errors) + [
+            f"topic {t}: no min.insync.replicas"
+            for t in missing
+            if not any(e.startswith(f"topic {t}:") for e in result.errors)
+        ]
         if records:
             self.landing.partitions(cluster_id, at, records)
         for reason in errors:
@@ -153,17 +158,19 @@ class Collector:
     def poll(self, number: int) -> RoundSummary:
         cluster_id = self.cluster_id or self._fallback_cluster_id()
         quorum = self._guarded(self._quorum, lambda r: self.landing.quorum_error(cluster_id, now_ms(), r))
-        partitions = self._guarded(self._partitions,
-                                   lambda r: self.landing.partitions_error(cluster_id, now_ms(), r))
+        partitions = self._guarded(self._partitions, lambda r: self.landing.partitions_error(cluster_id, now_ms(), r))
         urls = self.options.metrics_urls
         ok = 0
         if urls:
+
             def one(item: tuple[int, str]) -> bool:
                 node_id, url = item
                 failed = self._guarded(
                     lambda: "ok" if self._scrape_one(node_id, url) else "failed",
-                    lambda r: self.landing.scrape_error(self.cluster_id or self._fallback_cluster_id(), node_id,
-                                                        now_ms(), url, r))
+                    lambda r: self.landing.scrape_error(
+                        self.cluster_id or self._fallback_cluster_id(), node_id, now_ms(), url, r
+                    ),
+                )
                 return failed == "ok"
 
             with ThreadPoolExecutor(max_workers=min(8, len(urls))) as pool:

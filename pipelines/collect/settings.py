@@ -121,10 +121,11 @@ def load_settings(path: str | Path | None) -> ClientSettings:
         return ClientSettings(protocol, ssl_context=context)
     mechanism = props.get("sasl.mechanism", "GSSAPI").upper()
     if mechanism not in SASL_MECHANISMS:
-        raise SettingsError(f"sasl.mechanism {mechanism} is not supported by the collector "
-                            f"(supported: {', '.join(SASL_MECHANISMS)})")
+        raise SettingsError(
+            f"sasl.mechanism {mechanism} is not supported by the collector (supported: {', '.join(SASL_MECHANISMS)})"
+        )
     jaas = props.get("sasl.jaas.config", "")
     username, password = _jaas_option(jaas, "username"), _jaas_option(jaas, "password")
     if not username or password is None:
-        raise SettingsError(f"sasl.jaas.config in {path} needs username=\"...\" and password=\"...\"")
+        raise SettingsError(f'sasl.jaas.config in {path} needs username="..." and password="..."')
     return ClientSettings(protocol, mechanism, username, password, context)

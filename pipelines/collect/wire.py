@@ -61,8 +61,9 @@ class KafkaConnection:
                 try:
                     sock = settings.ssl_context.wrap_socket(sock, server_hostname=host)
                 except (ssl.SSLError, ssl.CertificateError, OSError) as exc:
-                    raise CollectError(f"{address}: TLS handshake failed: "
-                                       f"{getattr(exc, 'verify_message', None) or exc}") from None
+                    raise CollectError(
+                        f"{address}: TLS handshake failed: {getattr(exc, 'verify_message', None) or exc}"
+                    ) from None
             sock.settimeout(timeout_s)
             self._sock = sock
             self.api_versions = self._negotiate()
@@ -105,8 +106,9 @@ class KafkaConnection:
                 raise CollectError(f"{self.address}: bad response frame size {size}")
             body = self._read_exactly(size)
         except TimeoutError:
-            raise CollectError(f"{self.address}: no response to {type(request).__name__} v{version} within "
-                               f"{self.timeout_s:g}s") from None
+            raise CollectError(
+                f"{self.address}: no response to {type(request).__name__} v{version} within {self.timeout_s:g}s"
+            ) from None
         except OSError as exc:
             raise CollectError(f"{self.address}: {exc.strerror or exc}") from None
         try:
@@ -131,13 +133,14 @@ class KafkaConnection:
         key = request_class.API_KEY
         ours = request_class.max_version if highest is None else min(highest, request_class.max_version)
         if key not in self.api_versions:
-            raise CollectError(f"{self.address}: the server does not support {request_class.__name__} "
-                               f"(API key {key})")
+            raise CollectError(f"{self.address}: the server does not support {request_class.__name__} (API key {key})")
         low, high = self.api_versions[key]
         version = min(ours, high)
         if version < low:
-            raise CollectError(f"{self.address}: no common version of {request_class.__name__} "
-                               f"(server {low}-{high}, collector up to {ours})")
+            raise CollectError(
+                f"{self.address}: no common version of {request_class.__name__} "
+                f"(server {low}-{high}, collector up to {ours})"
+            )
         return version
 
     def supports(self, request_class: Any) -> bool:
@@ -147,26 +150,35 @@ class KafkaConnection:
         version = self.version_for(SaslHandshakeRequest, 1)
         handshake = self.send(SaslHandshakeRequest(mechanism=settings.sasl_mechanism), version, SaslHandshakeResponse)
         if handshake.error_code != 0:
-            raise CollectError(f"{self.address}: SASL handshake failed: {error_name(handshake.error_code)} "
-                               f"(server mechanisms: {', '.join(handshake.mechanisms or [])})")
+            raise CollectError(
+                f"{self.address}: SASL handshake failed: {error_name(handshake.error_code)} "
+                f"(server mechanisms: {', '.join(handshake.mechanisms or [])})"
+            )
         mechanism = get_sasl_mechanism(settings.sasl_mechanism)(
-            host=host, sasl_mechanism=settings.sasl_mechanism, security_protocol=settings.security_protocol,
-            sasl_plain_username=settings.sasl_username, sasl_plain_password=settings.sasl_password,
+            host=host,
+            sasl_mechanism=settings.sasl_mechanism,
+            security_protocol=settings.security_protocol,
+            sasl_plain_username=settings.sasl_username,
+            sasl_plain_password=settings.sasl_password,
         )
         auth_version = self.version_for(SaslAuthenticateRequest, 2)
         while not mechanism.is_done():
-            reply = self.send(SaslAuthenticateRequest(auth_bytes=mechanism.auth_bytes()), auth_version,
-                              SaslAuthenticateResponse)
+            reply = self.send(
+                SaslAuthenticateRequest(auth_bytes=mechanism.auth_bytes()), auth_version, SaslAuthenticateResponse
+            )
             if reply.error_code != 0:
-                raise CollectError(f"{self.address}: SASL authentication failed: {error_name(reply.error_code)}"
-                                   f"{': ' + reply.error_message if reply.error_message else ''}")
+                raise CollectError(
+                    f"{self.address}: SASL authentication failed: {error_name(reply.error_code)}"
+                    f"{': ' + reply.error_message if reply.error_message else ''}"
+                )
             mechanism.receive(reply.auth_bytes)
         if not mechanism.is_authenticated():
             raise CollectError(f"{self.address}: SASL {settings.sasl_mechanism} authentication failed")
 
 
-def first_reachable(addresses: Iterable[str], settings: ClientSettings, timeout_s: float,
-                    call: Callable[[KafkaConnection], T]) -> T:
+def first_reachable(
+    addresses: Iterable[str], settings: ClientSettings, timeout_s: float, call: Callable[[KafkaConnection], T]
+) -> T:
     """`call` on a connection to the first address that connects and answers; CollectError naming every failure."""
     reasons = []
     deadline = time.monotonic() + 3 * timeout_s

@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from html import escape
 
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
-           "#bcbd22"]
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
 WIDTH, HEIGHT = 760, 300
 LEFT, RIGHT, TOP, BOTTOM = 70, 170, 36, 46
 
@@ -38,9 +37,15 @@ def _fmt(v: float) -> str:
     return f"{v:g}"
 
 
-def line_chart(title: str, y_label: str, series: dict[str, Sequence[tuple[float, float | None]]],
-               hlines: Sequence[tuple[float, str]] = (), x_label: str = "time (UTC)", y_max: float | None = None,
-               step: bool = False) -> str:
+def line_chart(
+    title: str,
+    y_label: str,
+    series: dict[str, Sequence[tuple[float, float | None]]],
+    hlines: Sequence[tuple[float, str]] = (),
+    x_label: str = "time (UTC)",
+    y_max: float | None = None,
+    step: bool = False,
+) -> str:
     """Lines over time: `series` maps a legend name to (epoch ms, value) points; None values break the line."""
     points = [(x, y) for pts in series.values() for x, y in pts if y is not None]
     if not points:
@@ -68,17 +73,23 @@ def line_chart(title: str, y_label: str, series: dict[str, Sequence[tuple[float,
     out.append(_axes(plot_w, plot_h, x_label, y_label))
     y = y0
     while y <= y1 + 1e-9:
-        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" class="grid"/>'
-                   f'<text x="{LEFT - 6}" y="{sy(y) + 4:.1f}" class="tick" text-anchor="end">{_fmt(y)}</text>')
+        out.append(
+            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" class="grid"/>'
+            f'<text x="{LEFT - 6}" y="{sy(y) + 4:.1f}" class="tick" text-anchor="end">{_fmt(y)}</text>'
+        )
         y += y_step
     for i in range(6):
         x = x0 + (x1 - x0) * i / 5
-        out.append(f'<text x="{sx(x):.1f}" y="{TOP + plot_h + 16}" class="tick" text-anchor="middle">'
-                   f'{_time_label(x, x1 - x0)}</text>')
+        out.append(
+            f'<text x="{sx(x):.1f}" y="{TOP + plot_h + 16}" class="tick" text-anchor="middle">'
+            f"{_time_label(x, x1 - x0)}</text>"
+        )
     for value, label in hlines:
-        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{sy(value):.1f}" y2="{sy(value):.1f}" '
-                   f'class="threshold"/><text x="{LEFT + plot_w - 4}" y="{sy(value) - 4:.1f}" class="tick" '
-                   f'text-anchor="end">{escape(label)}</text>')
+        out.append(
+            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{sy(value):.1f}" y2="{sy(value):.1f}" '
+            f'class="threshold"/><text x="{LEFT + plot_w - 4}" y="{sy(value) - 4:.1f}" class="tick" '
+            f'text-anchor="end">{escape(label)}</text>'
+        )
     legend = []
     for i, (name, pts) in enumerate(series.items()):
         colour = PALETTE[i % len(PALETTE)]
@@ -118,13 +129,17 @@ def timeline_chart(title: str, rows: Sequence[tuple[str, float, float, bool, boo
         return LEFT - 60 + gutter + (x - x0) / (x1 - x0) * plot_w
 
     out = [_open(title, height)]
-    out.append(f'<line x1="{sx(x0)}" x2="{sx(x1)}" y1="{height - BOTTOM}" y2="{height - BOTTOM}" '
-               f'class="axis"/><text x="{sx((x0 + x1) / 2)}" y="{height - 8}" class="label" '
-               f'text-anchor="middle">time (UTC)</text>')
+    out.append(
+        f'<line x1="{sx(x0)}" x2="{sx(x1)}" y1="{height - BOTTOM}" y2="{height - BOTTOM}" '
+        f'class="axis"/><text x="{sx((x0 + x1) / 2)}" y="{height - 8}" class="label" '
+        f'text-anchor="middle">time (UTC)</text>'
+    )
     for i in range(6):
         x = x0 + (x1 - x0) * i / 5
-        out.append(f'<text x="{sx(x):.1f}" y="{height - BOTTOM + 16}" class="tick" text-anchor="middle">'
-                   f'{_time_label(x, x1 - x0)}</text>')
+        out.append(
+            f'<text x="{sx(x):.1f}" y="{height - BOTTOM + 16}" class="tick" text-anchor="middle">'
+            f"{_time_label(x, x1 - x0)}</text>"
+        )
     out.append(f'<text x="{sx(x0) - 6}" y="{TOP - 6}" class="label" text-anchor="end">cluster topic-partition</text>')
     for i, label in enumerate(labels):
         y = TOP + 18 * i
@@ -135,8 +150,11 @@ def timeline_chart(title: str, rows: Sequence[tuple[str, float, float, bool, boo
         width = max(sx(end) - sx(start), 3)
         outline = 'stroke="#333" stroke-dasharray="3,2"' if ongoing else ""
         out.append(f'<rect x="{sx(start):.1f}" y="{y + 3}" width="{width:.1f}" height="12" fill="{colour}" {outline}/>')
-    out.append(_legend([("AtMinIsr episode", "#ff7f0e", "box"), ("escalated (under min ISR / offline)", "#d62728", "box")],
-                       top=TOP))
+    out.append(
+        _legend(
+            [("AtMinIsr episode", "#ff7f0e", "box"), ("escalated (under min ISR / offline)", "#d62728", "box")], top=TOP
+        )
+    )
     out.append("</svg>")
     return "".join(out)
 
@@ -153,18 +171,22 @@ def _segments(points: Sequence[tuple[float, float | None]]) -> list[list[tuple[f
 
 
 def _open(title: str, height: int = HEIGHT) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
-            f'role="img" aria-label="{escape(title)}"><text x="{WIDTH / 2}" y="20" class="title" '
-            f'text-anchor="middle">{escape(title)}</text>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
+        f'role="img" aria-label="{escape(title)}"><text x="{WIDTH / 2}" y="20" class="title" '
+        f'text-anchor="middle">{escape(title)}</text>'
+    )
 
 
 def _axes(plot_w: float, plot_h: float, x_label: str, y_label: str) -> str:
     mid_y = TOP + plot_h / 2
-    return (f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}" class="axis"/>'
-            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{TOP + plot_h}" y2="{TOP + plot_h}" class="axis"/>'
-            f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" class="label" text-anchor="middle">{escape(x_label)}</text>'
-            f'<text x="16" y="{mid_y}" class="label" text-anchor="middle" transform="rotate(-90 16 {mid_y})">'
-            f'{escape(y_label)}</text>')
+    return (
+        f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}" class="axis"/>'
+        f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{TOP + plot_h}" y2="{TOP + plot_h}" class="axis"/>'
+        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" class="label" text-anchor="middle">{escape(x_label)}</text>'
+        f'<text x="16" y="{mid_y}" class="label" text-anchor="middle" transform="rotate(-90 16 {mid_y})">'
+        f"{escape(y_label)}</text>"
+    )
 
 
 def _legend(items: Sequence[tuple[str, str, str]], top: float = TOP) -> str:
@@ -184,5 +206,7 @@ def _legend(items: Sequence[tuple[str, str, str]], top: float = TOP) -> str:
 
 
 def _empty(title: str) -> str:
-    return (f'{_open(title, 80)}<text x="{WIDTH / 2}" y="54" class="tick" text-anchor="middle">'
-            "no data for this chart yet</text></svg>")
+    return (
+        f'{_open(title, 80)}<text x="{WIDTH / 2}" y="54" class="tick" text-anchor="middle">'
+        "no data for this chart yet</text></svg>"
+    )

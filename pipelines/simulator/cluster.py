@@ -18,7 +18,7 @@ from pipelines.simulator.topology import ClusterTopology, Noise, hashmap_order
 
 NOT_LEADER_OR_FOLLOWER = 6
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
-LAG_SLOW_RECORDS_PER_S = 1     # a lagging voter's replication speed (the leader appends >= 2/s)
+LAG_SLOW_RECORDS_PER_S = 1  # a lagging voter's replication speed (the leader appends >= 2/s)
 LAG_CATCH_UP_RECORDS_PER_S = 40
 NAN = float("nan")
 
@@ -28,13 +28,14 @@ class ReplicaView:
     replica_id: int
     directory_id: str
     log_end_offset: int
-    last_fetch_ms: int        # -1 when unknown
-    last_caught_up_ms: int    # -1 when unknown
+    last_fetch_ms: int  # -1 when unknown
+    last_caught_up_ms: int  # -1 when unknown
 
 
 @dataclass(frozen=True)
 class QuorumView:
     """What the leader answers (or, with error_code != 0, the error a non-leader answers)."""
+
     collected_at_ms: int
     error_code: int
     leader_id: int
@@ -48,7 +49,7 @@ class QuorumView:
 class PartitionState:
     topic: str
     partition: int
-    leader: int               # -1 when offline
+    leader: int  # -1 when offline
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     min_isr: int
@@ -65,8 +66,9 @@ class ClusterSim:
         self.log = MetadataLog(self.noise, tl.start_ms, tl.interval_ms, tl.steps, tl.stall)
         self.voter_order = hashmap_order(sorted(topo.controllers))
         self.observer_order = hashmap_order(sorted(topo.brokers))
-        self.counters = {b: [self.noise.int(0, 40, "shrinks", b), self.noise.int(0, 40, "expands", b)]
-                         for b in topo.brokers}
+        self.counters = {
+            b: [self.noise.int(0, 40, "shrinks", b), self.noise.int(0, 40, "expands", b)] for b in topo.brokers
+        }
         self._previous: dict[tuple[str, int], PartitionState] = {}
 
     # --- schedule -------------------------------------------------------------------------------------------------
@@ -80,8 +82,11 @@ class ClusterSim:
         return self.tl.step_ms(step) + self.noise.int(0, 500, "partitions", step)
 
     def scrape_time(self, node: int, step: int) -> int:
-        return (self.tl.step_ms(step) + self.noise.int(100, 1200, "scrape-offset", node)
-                + self.noise.int(0, 150, "scrape", node, step))
+        return (
+            self.tl.step_ms(step)
+            + self.noise.int(100, 1200, "scrape-offset", node)
+            + self.noise.int(0, 150, "scrape", node, step)
+        )
 
     # --- leadership and reachability ------------------------------------------------------------------------------
 
@@ -165,8 +170,9 @@ class ClusterSim:
     def high_watermark(self, t: int) -> int:
         """The majority's log end offset at t (for metrics; DescribeQuorum computes it from what it reports)."""
         leader = self.leadership(t)[0]
-        offsets = sorted((self.log.leo(t) if v == leader else self.progress(v, t, "hw")[0] for v in self.voter_order),
-                         reverse=True)
+        offsets = sorted(
+            (self.log.leo(t) if v == leader else self.progress(v, t, "hw")[0] for v in self.voter_order), reverse=True
+        )
         return offsets[len(offsets) // 2]
 
     # --- DescribeQuorum -------------------------------------------------------------------------------------------
@@ -198,10 +204,16 @@ class ClusterSim:
         states = []
         for ti, topic in enumerate(self.topo.topics):
             for p, replicas in enumerate(topic.assignments):
-                isr = [r for r in replicas
-                       if not (r in outages and outages[r].out_of_isr(t))
-                       and not (flap is not None and (flap.topic_index, flap.partition, flap.replica) == (ti, p, r)
-                                and flap.out(t))]
+                isr = [
+                    r
+                    for r in replicas
+                    if not (r in outages and outages[r].out_of_isr(t))
+                    and not (
+                        flap is not None
+                        and (flap.topic_index, flap.partition, flap.replica) == (ti, p, r)
+                        and flap.out(t)
+                    )
+                ]
                 if not isr:  # KRaft keeps the last ISR member when it is fenced, and the partition goes offline
                     isr = [max((outages[r] for r in replicas if r in outages), key=lambda o: o.death_ms).node]
                 alive = [r for r in isr if not (r in outages and outages[r].fenced(t))]

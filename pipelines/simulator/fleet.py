@@ -47,8 +47,15 @@ class FleetSpec:
 
     def validate(self) -> None:
         """Raise ValueError naming the first unusable setting."""
-        for name in ("clusters", "brokers", "controllers", "partitions", "interval_s", "partitions_every",
-                     "scrape_every"):
+        for name in (
+            "clusters",
+            "brokers",
+            "controllers",
+            "partitions",
+            "interval_s",
+            "partitions_every",
+            "scrape_every",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.topics < 0:
@@ -67,9 +74,9 @@ class ClusterInfo:
     cluster_id: str
     scenario: str
     api_version: int
-    metrics_format: str       # strimzi / jmx (Prometheus text) or jolokia (JSON lines)
+    metrics_format: str  # strimzi / jmx (Prometheus text) or jolokia (JSON lines)
     gzip: bool
-    fault_start_ms: int       # the fault occupies [fault_start_ms, fault_end_ms)
+    fault_start_ms: int  # the fault occupies [fault_start_ms, fault_end_ms)
     fault_end_ms: int
     events: tuple[str, ...]
 
@@ -79,8 +86,8 @@ class GenerateSummary:
     out: Path
     steps: int
     clusters: tuple[ClusterInfo, ...]
-    files: dict[str, int]     # landing format -> files written
-    records: dict[str, int]   # landing format -> records written
+    files: dict[str, int]  # landing format -> files written
+    records: dict[str, int]  # landing format -> records written
 
     @property
     def total_files(self) -> int:
@@ -111,8 +118,18 @@ def generate(out: Path, spec: FleetSpec, progress: Callable[[int, int], None] | 
                     progress(done, total)
         finally:
             writer.close_all()
-        infos.append(ClusterInfo(topo.cluster_id, scenario, topo.api_version, topo.exporter, topo.gzip,
-                                 tl.fault_start_ms, tl.fault_end_ms, tuple(tl.events)))
+        infos.append(
+            ClusterInfo(
+                topo.cluster_id,
+                scenario,
+                topo.api_version,
+                topo.exporter,
+                topo.gzip,
+                tl.fault_start_ms,
+                tl.fault_end_ms,
+                tuple(tl.events),
+            )
+        )
     return GenerateSummary(out, spec.steps, tuple(infos), dict(writer.files), dict(writer.records))
 
 
@@ -120,8 +137,9 @@ def _date(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
-def _write_step(writer: LandingWriter, topo: ClusterTopology, tl: Timeline, sim: ClusterSim, step: int,
-                spec: FleetSpec) -> None:
+def _write_step(
+    writer: LandingWriter, topo: ClusterTopology, tl: Timeline, sim: ClusterSim, step: int, spec: FleetSpec
+) -> None:
     cid, gz = topo.cluster_id, topo.gzip
     edge = step in tl.key_steps or step - 1 in tl.key_steps
     capture = step % CAPTURE_EVERY == 0 or edge
@@ -130,18 +148,30 @@ def _write_step(writer: LandingWriter, topo: ClusterTopology, tl: Timeline, sim:
     for collected_at in sim.quorum_times(step):
         view = sim.describe_quorum(collected_at)
         response = describe_quorum_response(view, topo.api_version, topo)
-        writer.append_line("quorum", f"quorum/date={_date(collected_at)}/{cid}.jsonl",
-                           envelope_line(cid, collected_at, topo.api_version, response), "describe_quorum_json", gz)
+        writer.append_line(
+            "quorum",
+            f"quorum/date={_date(collected_at)}/{cid}.jsonl",
+            envelope_line(cid, collected_at, topo.api_version, response),
+            "describe_quorum_json",
+            gz,
+        )
         if view.error_code == 0:
             answered = (collected_at, response)
     if capture and answered is not None:  # the CLI exits with an error instead when the request fails
         collected_at, response = answered
         human = topo.tool_version >= (3, 6) and sim.noise.int(0, 1, "human-readable", step) == 1
-        writer.write_file(f"quorum/cluster={cid}/{collected_at}.replication.txt",
-                          replication_text(response, topo.tool_version, human, collected_at),
-                          "quorum_cli_replication", gz)
-        writer.write_file(f"quorum/cluster={cid}/{collected_at}.status.txt",
-                          status_text(response, topo.tool_version, topo.kafka_cluster_id), "quorum_cli_status", gz)
+        writer.write_file(
+            f"quorum/cluster={cid}/{collected_at}.replication.txt",
+            replication_text(response, topo.tool_version, human, collected_at),
+            "quorum_cli_replication",
+            gz,
+        )
+        writer.write_file(
+            f"quorum/cluster={cid}/{collected_at}.status.txt",
+            status_text(response, topo.tool_version, topo.kafka_cluster_id),
+            "quorum_cli_status",
+            gz,
+        )
 
     if step % spec.partitions_every == 0 or edge:
         _write_partitions(writer, topo, sim, step, capture)
@@ -155,11 +185,17 @@ def _write_partitions(writer: LandingWriter, topo: ClusterTopology, sim: Cluster
     states = sim.partitions(collected_at)
     sim.observe_partitions(collected_at, states)
     for p in states:
-        writer.append_line("partitions", f"partitions/date={_date(collected_at)}/{cid}.jsonl",
-                           partition_line(cid, collected_at, p), "partition_json", gz)
+        writer.append_line(
+            "partitions",
+            f"partitions/date={_date(collected_at)}/{cid}.jsonl",
+            partition_line(cid, collected_at, p),
+            "partition_json",
+            gz,
+        )
     if capture:
-        writer.write_file(f"partitions/cluster={cid}/{collected_at}.topics.txt", topics_text(topo, states),
-                          "kafka_topics_cli", gz)
+        writer.write_file(
+            f"partitions/cluster={cid}/{collected_at}.topics.txt", topics_text(topo, states), "kafka_topics_cli", gz
+        )
 
 
 def _write_scrapes(writer: LandingWriter, topo: ClusterTopology, sim: ClusterSim, step: int) -> None:
@@ -173,5 +209,9 @@ def _write_scrapes(writer: LandingWriter, topo: ClusterTopology, sim: ClusterSim
             for line in jolokia_lines(cid, node, scraped_at, samples):
                 writer.append_line("jolokia", f"metrics/date={_date(scraped_at)}/{cid}.jsonl", line, "jmx_json", gz)
         else:
-            writer.write_file(f"metrics/cluster={cid}/node={node}/{scraped_at}.prom",
-                              prometheus_text(samples, strimzi=topo.exporter == "strimzi"), "prometheus_text", gz)
+            writer.write_file(
+                f"metrics/cluster={cid}/node={node}/{scraped_at}.prom",
+                prometheus_text(samples, strimzi=topo.exporter == "strimzi"),
+                "prometheus_text",
+                gz,
+            )

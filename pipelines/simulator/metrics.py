@@ -20,7 +20,7 @@ from pipelines.simulator.quorum import compact
 
 RAFT_HELP = {
     "current-state": "The current state of this member; possible values are leader, candidate, voted, follower, "
-                     "unattached, observer",
+    "unattached, observer",
     "current-leader": "The current quorum leader's id; -1 indicates unknown",
     "current-vote": "The current voted leader's id; -1 indicates not voted for anyone",
     "current-epoch": "The current quorum epoch.",
@@ -28,7 +28,7 @@ RAFT_HELP = {
     "log-end-offset": "The current raft log end offset.",
     "log-end-epoch": "The current raft log end epoch.",
     "number-unknown-voter-connections": "Number of unknown voters whose connection information is not cached; "
-                                        "would never be larger than quorum-size.",
+    "would never be larger than quorum-size.",
     "commit-latency-avg": "The average time in milliseconds to commit an entry in the raft log.",
     "commit-latency-max": "The maximum time in milliseconds to commit an entry in the raft log.",
     "election-latency-avg": "The average time in milliseconds spent on electing a new leader.",
@@ -36,19 +36,19 @@ RAFT_HELP = {
     "append-records-rate": "The average number of records appended per sec by the leader of the raft quorum.",
     "fetch-records-rate": "The average number of records fetched from the leader of the raft quorum.",
     "poll-idle-ratio-avg": "The average fraction of time the client's poll() is idle as opposed to waiting for the "
-                           "user code to process records.",
+    "user code to process records.",
 }
 BROKER_METADATA_HELP = {
     "last-applied-record-offset": "The offset of the last record from the cluster metadata partition that was "
-                                  "applied by the broker",
+    "applied by the broker",
     "last-applied-record-timestamp": "The timestamp of the last record from the cluster metadata partition that was "
-                                     "applied by the broker",
+    "applied by the broker",
     "last-applied-record-lag-ms": "The difference between now and the timestamp of the last record from the cluster "
-                                  "metadata partition that was applied by the broker",
+    "metadata partition that was applied by the broker",
     "metadata-load-error-count": "The number of errors encountered by the BrokerMetadataListener while loading the "
-                                 "metadata log and generating a new MetadataDelta based on it.",
+    "metadata log and generating a new MetadataDelta based on it.",
     "metadata-apply-error-count": "The number of errors encountered by the BrokerMetadataPublisher while applying a "
-                                  "new MetadataImage based on the latest MetadataDelta.",
+    "new MetadataImage based on the latest MetadataDelta.",
 }
 YAMMER_HELP = "Attribute exposed for management"
 
@@ -56,12 +56,13 @@ YAMMER_HELP = "Attribute exposed for management"
 @dataclass(frozen=True)
 class Sample:
     """One JMX attribute reading."""
-    domain: str                       # kafka.server, kafka.controller, kafka.cluster
-    type: str                         # raft-metrics, KafkaController, ReplicaManager, Partition, ...
-    name: str | None                  # the yammer `name` key property; None for Kafka common metrics
+
+    domain: str  # kafka.server, kafka.controller, kafka.cluster
+    type: str  # raft-metrics, KafkaController, ReplicaManager, Partition, ...
+    name: str | None  # the yammer `name` key property; None for Kafka common metrics
     tags: tuple[tuple[str, str], ...]  # further key properties, in ObjectName order (topic, partition)
-    attribute: str                    # current-leader, Value, Count
-    value: float | int | str          # str only for current-state
+    attribute: str  # current-leader, Value, Count
+    value: float | int | str  # str only for current-state
 
     @property
     def mbean(self) -> str:
@@ -70,9 +71,13 @@ class Sample:
 
     @property
     def help(self) -> str:
-        description = (RAFT_HELP.get(self.attribute) if self.type == "raft-metrics"
-                       else BROKER_METADATA_HELP.get(self.attribute) if self.type == "broker-metadata-metrics"
-                       else YAMMER_HELP)
+        description = (
+            RAFT_HELP.get(self.attribute)
+            if self.type == "raft-metrics"
+            else BROKER_METADATA_HELP.get(self.attribute)
+            if self.type == "broker-metadata-metrics"
+            else YAMMER_HELP
+        )
         return f"{description} {self.domain}:name={self.name or 'null'},type={self.type},attribute={self.attribute}"
 
 
@@ -82,25 +87,35 @@ def node_samples(sim: ClusterSim, node: int, s: int) -> list[Sample]:
     samples = [Sample("kafka.server", "raft-metrics", None, (), "current-state", state)]
     samples += [Sample("kafka.server", "raft-metrics", None, (), attr, v) for attr, v in raft.items()]
     if sim.topo.api_version >= 2:  # MetadataLoader CurrentControllerId exists from 3.7
-        samples.append(Sample("kafka.server", "MetadataLoader", "CurrentControllerId", (), "Value",
-                              int(raft["current-leader"])))
+        samples.append(
+            Sample("kafka.server", "MetadataLoader", "CurrentControllerId", (), "Value", int(raft["current-leader"]))
+        )
     if sim.topo.role(node) == "controller":
-        samples += [Sample("kafka.controller", "KafkaController", name, (), "Value", v)
-                    for name, v in sim.controller_values(node, s).items()]
+        samples += [
+            Sample("kafka.controller", "KafkaController", name, (), "Value", v)
+            for name, v in sim.controller_values(node, s).items()
+        ]
         return samples
-    samples += [Sample("kafka.server", "broker-metadata-metrics", None, (), attr, v)
-                for attr, v in sim.broker_metadata_values(node, s).items()]
+    samples += [
+        Sample("kafka.server", "broker-metadata-metrics", None, (), attr, v)
+        for attr, v in sim.broker_metadata_values(node, s).items()
+    ]
     counts, gauges = sim.replica_manager_values(node, s)
     samples += [Sample("kafka.server", "ReplicaManager", name, (), "Value", v) for name, v in counts.items()]
     shrinks, expands = sim.counters[node]
-    samples += [Sample("kafka.server", "ReplicaManager", "IsrShrinksPerSec", (), "Count", shrinks),
-                Sample("kafka.server", "ReplicaManager", "IsrExpandsPerSec", (), "Count", expands)]
-    samples += [Sample("kafka.cluster", "Partition", name, (("topic", topic), ("partition", str(p))), "Value", v)
-                for topic, p, name, v in gauges]
+    samples += [
+        Sample("kafka.server", "ReplicaManager", "IsrShrinksPerSec", (), "Count", shrinks),
+        Sample("kafka.server", "ReplicaManager", "IsrExpandsPerSec", (), "Count", expands),
+    ]
+    samples += [
+        Sample("kafka.cluster", "Partition", name, (("topic", topic), ("partition", str(p))), "Value", v)
+        for topic, p, name, v in gauges
+    ]
     return samples
 
 
 # --- value and name formatting -------------------------------------------------------------------------------------
+
 
 def java_double(value: float) -> str:
     """Java's `Double.toString` (shortest round-trip digits; plain from 1e-3 to 1e7, else `d.dddE±n`)."""
@@ -114,11 +129,11 @@ def java_double(value: float) -> str:
     _, digits_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
     digits = "".join(map(str, digits_tuple)).rstrip("0") or "0"
     exponent = int(exponent) + (len(digits_tuple) - len(digits))  # value = int(digits) * 10**exponent
-    point = len(digits) - 1 + exponent                              # value = d.ddd * 10**point
+    point = len(digits) - 1 + exponent  # value = d.ddd * 10**point
     if 1e-3 <= abs(value) < 1e7:
         if point >= 0:
-            whole = digits[:point + 1].ljust(point + 1, "0")
-            fraction = digits[point + 1:] or "0"
+            whole = digits[: point + 1].ljust(point + 1, "0")
+            fraction = digits[point + 1 :] or "0"
             return f"{sign}{whole}.{fraction}"
         return f"{sign}0.{'0' * (-point - 1)}{digits}"
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point}"
@@ -152,7 +167,7 @@ def _strimzi_series(s: Sample) -> tuple[str, str, dict[str, str], float] | None:
         return safe_name("kafka_server_brokermetadatametrics_" + s.attribute).lower(), "gauge", {}, float(s.value)
     domain = s.domain.split(".", 1)[1]
     if s.attribute == "Count" and s.name and s.name.endswith("PerSec"):
-        name = safe_name(f"kafka_{domain}_{s.type}_{s.name[:-len('PerSec')]}").lower()
+        name = safe_name(f"kafka_{domain}_{s.type}_{s.name[: -len('PerSec')]}").lower()
         return name + "_total", "counter", dict(s.tags), float(s.value)
     return safe_name(f"kafka_{domain}_{s.type}_{s.name}").lower(), "gauge", dict(s.tags), float(s.value)
 
@@ -201,6 +216,16 @@ def jolokia_lines(cluster_id: str, node: int, scraped_at_ms: int, samples: list[
     for s in samples:
         if isinstance(s.value, str) or (isinstance(s.value, float) and math.isnan(s.value)):
             continue
-        lines.append(compact({"cluster_id": cluster_id, "node_id": node, "scraped_at_ms": scraped_at_ms,
-                              "mbean": s.mbean, "attribute": s.attribute, "value": s.value}))
+        lines.append(
+            compact(
+                {
+                    "cluster_id": cluster_id,
+                    "node_id": node,
+                    "scraped_at_ms": scraped_at_ms,
+                    "mbean": s.mbean,
+                    "attribute": s.attribute,
+                    "value": s.value,
+                }
+            )
+        )
     return lines

@@ -10,16 +10,18 @@ from pipelines.simulator.topology import ClusterTopology
 
 
 def partition_line(cluster_id: str, collected_at_ms: int, p: PartitionState) -> str:
-    return compact({
-        "cluster_id": cluster_id,
-        "collected_at_ms": collected_at_ms,
-        "topic": p.topic,
-        "partition": p.partition,
-        "leader": p.leader,
-        "replicas": list(p.replicas),
-        "isr": list(p.isr),
-        "min_isr": p.min_isr,
-    })
+    return compact(
+        {
+            "cluster_id": cluster_id,
+            "collected_at_ms": collected_at_ms,
+            "topic": p.topic,
+            "partition": p.partition,
+            "leader": p.leader,
+            "replicas": list(p.replicas),
+            "isr": list(p.isr),
+            "min_isr": p.min_isr,
+        }
+    )
 
 
 def topics_text(topo: ClusterTopology, states: list[PartitionState]) -> str:
@@ -32,12 +34,16 @@ def topics_text(topo: ClusterTopology, states: list[PartitionState]) -> str:
     for topic in sorted(topo.topics, key=lambda t: t.name):
         partitions = sorted(by_topic.get(topic.name, []), key=lambda p: p.partition)
         configs = f"min.insync.replicas={topic.min_isr}" if topic.min_isr_configured else ""
-        lines.append(f"Topic: {topic.name}\tTopicId: {topic.topic_id}\tPartitionCount: {len(partitions)}"
-                     f"\tReplicationFactor: {topic.replication_factor}\tConfigs: {configs}")
+        lines.append(
+            f"Topic: {topic.name}\tTopicId: {topic.topic_id}\tPartitionCount: {len(partitions)}"
+            f"\tReplicationFactor: {topic.replication_factor}\tConfigs: {configs}"
+        )
         for p in partitions:
             leader = "none" if p.leader == -1 else str(p.leader)
-            line = (f"\tTopic: {p.topic}\tPartition: {p.partition}\tLeader: {leader}"
-                    f"\tReplicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
+            line = (
+                f"\tTopic: {p.topic}\tPartition: {p.partition}\tLeader: {leader}"
+                f"\tReplicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+            )
             if with_elr:  # a KRaft broker always fills both lists; empty while ELR is not in use
                 line += "\tElr: \tLastKnownElr: "
             lines.append(line)

@@ -17,8 +17,8 @@ from pipelines.simulator.topology import CONTROLLER_PORT, ZERO_UUID, ClusterTopo
 METADATA_TOPIC = "__cluster_metadata"
 ERROR_MESSAGES = {
     6: "For requests intended only for the leader, this error indicates that the broker is not the current leader. "
-       "For requests intended for any replica, this error indicates that the broker is not a replica of the topic "
-       "partition.",
+    "For requests intended for any replica, this error indicates that the broker is not a replica of the topic "
+    "partition.",
 }
 LABEL_WIDTH = 24
 
@@ -29,6 +29,7 @@ def compact(value: Any) -> str:
 
 def describe_quorum_response(view: QuorumView, version: int, topo: ClusterTopology) -> dict[str, Any]:
     """The response object for `version` (0, 1 or 2)."""
+
     def replica(r: ReplicaView) -> dict[str, Any]:
         out: dict[str, Any] = {"replicaId": r.replica_id}
         if version >= 2:
@@ -42,33 +43,40 @@ def describe_quorum_response(view: QuorumView, version: int, topo: ClusterTopolo
     partition: dict[str, Any] = {"partitionIndex": 0, "errorCode": view.error_code}
     if version >= 2:
         partition["errorMessage"] = ERROR_MESSAGES.get(view.error_code, "")
-    partition.update({
-        "leaderId": view.leader_id,
-        "leaderEpoch": view.leader_epoch,
-        "highWatermark": view.high_watermark,
-        "currentVoters": [replica(v) for v in view.voters],
-        "observers": [replica(o) for o in view.observers],
-    })
+    partition.update(
+        {
+            "leaderId": view.leader_id,
+            "leaderEpoch": view.leader_epoch,
+            "highWatermark": view.high_watermark,
+            "currentVoters": [replica(v) for v in view.voters],
+            "observers": [replica(o) for o in view.observers],
+        }
+    )
     response: dict[str, Any] = {"errorCode": 0}
     if version >= 2:
         response["errorMessage"] = ""
     response["topics"] = [{"topicName": METADATA_TOPIC, "partitions": [partition]}]
     if version >= 2:  # Nodes: the voters' endpoints only
         response["nodes"] = [
-            {"nodeId": v.replica_id,
-             "listeners": [{"name": "CONTROLLER", "host": topo.controller_hosts[v.replica_id],
-                            "port": CONTROLLER_PORT}]}
+            {
+                "nodeId": v.replica_id,
+                "listeners": [
+                    {"name": "CONTROLLER", "host": topo.controller_hosts[v.replica_id], "port": CONTROLLER_PORT}
+                ],
+            }
             for v in view.voters
         ]
     return response
 
 
 def envelope_line(cluster_id: str, collected_at_ms: int, version: int, response: dict[str, Any]) -> str:
-    return compact({"cluster_id": cluster_id, "collected_at_ms": collected_at_ms, "api_version": version,
-                    "response": response})
+    return compact(
+        {"cluster_id": cluster_id, "collected_at_ms": collected_at_ms, "api_version": version, "response": response}
+    )
 
 
 # --- what the Admin client sees -------------------------------------------------------------------------------------
+
 
 def _decoded(response: dict[str, Any]) -> tuple[dict[str, Any], list[dict], list[dict], dict[int, list[str]]]:
     """(partition, voters, observers, endpoints by node) with the Admin client's defaults filled in."""
@@ -113,21 +121,35 @@ def replication_text(response: dict[str, Any], tool: tuple[int, int], human_read
     partition, voters, observers, _ = _decoded(response)
     with_directory = tool >= (3, 9)
     leader = next(v for v in voters if v["id"] == partition["leaderId"])
-    rows = [(leader, "Leader")] + [(v, "Follower") for v in voters if v is not leader] + [
-        (o, "Observer") for o in observers]
+    rows = (
+        [(leader, "Leader")]
+        + [(v, "Follower") for v in voters if v is not leader]
+        + [(o, "Observer") for o in observers]
+    )
 
     def timestamp(ts: int) -> str:
         if ts == -1:
             return "-1"
         return f"{now_ms - ts} ms ago" if human_readable else str(ts)
 
-    header = ["NodeId"] + (["DirectoryId"] if with_directory else []) + [
-        "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]
+    header = (
+        ["NodeId"]
+        + (["DirectoryId"] if with_directory else [])
+        + ["LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]
+    )
     table = [header]
     for r, status in rows:
-        table.append([str(r["id"])] + ([r["directory_id"]] if with_directory else []) + [
-            str(r["leo"]), str(leader["leo"] - r["leo"]), timestamp(r["last_fetch"]), timestamp(r["last_caught_up"]),
-            status])
+        table.append(
+            [str(r["id"])]
+            + ([r["directory_id"]] if with_directory else [])
+            + [
+                str(r["leo"]),
+                str(leader["leo"] - r["leo"]),
+                timestamp(r["last_fetch"]),
+                timestamp(r["last_caught_up"]),
+                status,
+            ]
+        )
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return "".join("".join(cell.ljust(w) + "\t" for cell, w in zip(row, widths)) + "\n" for row in table)
 
@@ -137,12 +159,14 @@ def status_text(response: dict[str, Any], tool: tuple[int, int], kafka_cluster_i
     partition, voters, observers, endpoints = _decoded(response)
     lag, lag_ms = max_follower_lag(response)
     if tool >= (3, 9):
+
         def entry(r: dict[str, Any]) -> str:
             directory = "null" if r["directory_id"] == ZERO_UUID else f'"{r["directory_id"]}"'
             text = f'{{"id": {r["id"]}, "directoryId": {directory}'
             if endpoints.get(r["id"]):
                 text += ', "endpoints": [' + ", ".join(f'"{e}"' for e in endpoints[r["id"]]) + "]"
             return text + "}"
+
         voter_list = "[" + ", ".join(entry(v) for v in voters) + "]"
         observer_list = "[" + ", ".join(entry(o) for o in observers) + "]"
     else:

@@ -13,30 +13,31 @@ from pipelines.simulator.topology import ClusterTopology, Noise
 SCENARIOS: dict[str, str] = {
     "healthy": "no fault: leader stable, followers and observers caught up, full ISRs",
     "lagging-voter": "a follower voter replicates slower than the leader appends in the middle third: its LEO falls "
-                     "behind and its lastCaughtUpTimestamp freezes, then it catches up",
+    "behind and its lastCaughtUpTimestamp freezes, then it catches up",
     "network-partition": "a follower voter is cut off in the middle third: its lastFetchTimestamp, "
-                         "lastCaughtUpTimestamp and LEO freeze and it cannot be scraped, then it rejoins",
+    "lastCaughtUpTimestamp and LEO freeze and it cannot be scraped, then it rejoins",
     "leader-election": "the leader restarts at the start of the middle third (epoch +1; it reports LEO -1 until it "
-                       "fetches again); mid-fault a second election (epoch +2) right before a snapshot shows -1 "
-                       "entries, high watermark -1 and one NOT_LEADER_OR_FOLLOWER error response",
+    "fetches again); mid-fault a second election (epoch +2) right before a snapshot shows -1 "
+    "entries, high watermark -1 and one NOT_LEADER_OR_FOLLOWER error response",
     "broker-failure": "a broker dies at the start of the middle third (its partitions shrink to min ISR), a second "
-                      "one mid-fault (RF-3 partitions under min ISR, RF-2 partitions offline), both recover at the "
-                      "end and leaders move back to their preferred replicas",
+    "one mid-fault (RF-3 partitions under min ISR, RF-2 partitions offline), both recover at the "
+    "end and leaders move back to their preferred replicas",
     "flapping-isr": "in the middle third one partition's ISR alternates between 3 and 2 replicas every snapshot",
     "metadata-divergence": "in the middle third one broker stops applying metadata: its last-applied-record-offset "
-                           "freezes and last-applied-record-lag-ms grows while the quorum keeps committing",
+    "freezes and last-applied-record-lag-ms grows while the quorum keeps committing",
     "quorum-stall": "in the middle third the active controller appends nothing: LEO and high watermark stay "
-                    "constant, last-applied lag grows on every node, then appends resume",
+    "constant, last-applied lag grows on every node, then appends resume",
 }
 
-OUTAGE_FENCE_MS = 9_000        # broker.session.timeout.ms: a dead broker is fenced (and leaves ISRs) after this
-OUTAGE_UNFENCE_MS = 5_000      # a restarted broker registers and is unfenced after this
+OUTAGE_FENCE_MS = 9_000  # broker.session.timeout.ms: a dead broker is fenced (and leaves ISRs) after this
+OUTAGE_UNFENCE_MS = 5_000  # a restarted broker registers and is unfenced after this
 OUTAGE_REJOIN_ISR_MS = 25_000  # ... and is back in the ISRs after catching up
 
 
 @dataclass(frozen=True)
 class Window:
     """A fault affecting `node` (or the whole cluster when node is -1) during [start_ms, end_ms)."""
+
     node: int
     start_ms: int
     end_ms: int
@@ -47,8 +48,8 @@ class Window:
 
 @dataclass(frozen=True)
 class Election:
-    resign_ms: int    # the old leader stops leading: no leader until elected_ms
-    elected_ms: int   # the new leader's LeaderState starts; every other replica is unknown until it fetches
+    resign_ms: int  # the old leader stops leading: no leader until elected_ms
+    elected_ms: int  # the new leader's LeaderState starts; every other replica is unknown until it fetches
     leader: int
     epoch: int
     previous_leader: int
@@ -57,6 +58,7 @@ class Election:
 @dataclass(frozen=True)
 class Outage:
     """A broker process that dies at death_ms and starts again at restart_ms."""
+
     node: int
     death_ms: int
     restart_ms: int
@@ -133,8 +135,12 @@ def build_timeline(topo: ClusterTopology, seed: int, start_ms: int, interval_s: 
     voters = sorted(topo.controllers)
     fs, fe = steps // 3, (2 * steps) // 3
     tl = Timeline(
-        start_ms=start_ms, interval_ms=interval_s * 1000, steps=steps,
-        fault_start_step=fs, fault_mid_step=(fs + fe) // 2, fault_end_step=fe,
+        start_ms=start_ms,
+        interval_ms=interval_s * 1000,
+        steps=steps,
+        fault_start_step=fs,
+        fault_mid_step=(fs + fe) // 2,
+        fault_end_step=fe,
         initial_leader=voters[noise.int(0, len(voters) - 1, "leader")],
         initial_epoch=noise.int(3, 60, "epoch"),
     )
@@ -203,8 +209,10 @@ def _flapping_isr(tl: Timeline, topo: ClusterTopology, followers: list[int]) -> 
         replica = topo.topics[0].assignments[0][-1]
         window = Window(replica, tl.fault_start_ms, tl.fault_end_ms)
         tl.flap = Flap(0, 0, replica, window, tl.interval_ms)
-        tl.events.append(f"{topo.topics[0].name}-0 drops replica {replica} from its ISR every other snapshot in "
-                         f"[{tl.fault_start_ms}, {tl.fault_end_ms})")
+        tl.events.append(
+            f"{topo.topics[0].name}-0 drops replica {replica} from its ISR every other snapshot in "
+            f"[{tl.fault_start_ms}, {tl.fault_end_ms})"
+        )
 
 
 def _metadata_divergence(tl: Timeline, topo: ClusterTopology, followers: list[int]) -> None:

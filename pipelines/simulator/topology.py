@@ -19,8 +19,16 @@ NEEDS_TIMESTAMPS = frozenset({"lagging-voter", "network-partition"})
 EXPORTER_CYCLE = ("strimzi", "jmx", "jolokia")
 # kafka-metadata-quorum / kafka-topics release that a cluster's operators run, by api_version it answers with.
 TOOL_VERSION = {2: (3, 9), 1: (3, 7), 0: (3, 4)}
-TOPIC_NAMES = ("orders", "payments", "clickstream", "inventory", "audit-log", "user-events", "shipments",
-               "notifications")
+TOPIC_NAMES = (
+    "orders",
+    "payments",
+    "clickstream",
+    "inventory",
+    "audit-log",
+    "user-events",
+    "shipments",
+    "notifications",
+)
 CONTROLLER_ID_BASE = 3000
 CONTROLLER_PORT = 9093
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -110,8 +118,9 @@ def cluster_name(index: int, scenario: str) -> str:
     return f"cluster-{index + 1:02d}-{scenario}"
 
 
-def build_topology(seed: int, index: int, scenario: str, brokers: int, controllers: int, topics: int,
-                   partitions: int) -> ClusterTopology:
+def build_topology(
+    seed: int, index: int, scenario: str, brokers: int, controllers: int, topics: int, partitions: int
+) -> ClusterTopology:
     """The cluster at `index` of the fleet (0-based)."""
     cluster_id = cluster_name(index, scenario)
     rng = random.Random(f"{seed}|{cluster_id}|topology")
@@ -149,8 +158,6 @@ def _topics(rng: random.Random, brokers: tuple[int, ...], count: int, partitions
         if count >= 3 and t == count - 1 and len(brokers) >= 2:
             rf = 2
         configured = rf >= 3
-        assignments = tuple(
-            tuple(brokers[(t + p + j) % len(brokers)] for j in range(rf)) for p in range(partitions)
-        )
+        assignments = tuple(tuple(brokers[(t + p + j) % len(brokers)] for j in range(rf)) for p in range(partitions))
         result.append(Topic(name, kafka_uuid(rng), assignments, 2 if configured else 1, configured))
     return tuple(result)

@@ -15,7 +15,7 @@ from typing import BinaryIO
 class LandingWriter:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.files: Counter[str] = Counter()    # format -> files written
+        self.files: Counter[str] = Counter()  # format -> files written
         self.records: Counter[str] = Counter()  # format -> records written
         self._open: dict[str, tuple[Path, BinaryIO, BinaryIO | None]] = {}  # stream -> (path, writer, raw file)
         self._seen: set[Path] = set()

@@ -46,8 +46,10 @@ def expected_records(landing: Path) -> dict[str, int]:
 
 
 def bronze_counts(spark, warehouse: Path) -> dict[str, int]:
-    return {s: spark.read.format("delta").load(str(warehouse / "bronze" / spec.table)).count()
-            for s, spec in BRONZE_SOURCES.items()}
+    return {
+        s: spark.read.format("delta").load(str(warehouse / "bronze" / spec.table)).count()
+        for s, spec in BRONZE_SOURCES.items()
+    }
 
 
 def run(landing: Path, warehouse: Path, capsys) -> dict[str, tuple[int, int]]:
@@ -72,14 +74,18 @@ def test_every_landing_record_lands_once_and_reruns_change_nothing(spark, zone, 
     assert bronze_counts(spark, warehouse) == expected
     assert out == {"bronze.quorum_raw": (23, 14), "bronze.metrics_raw": (12, 4), "bronze.partitions_raw": (17, 4)}
 
-    versions = {s: spark.sql(f"DESCRIBE HISTORY delta.`{warehouse}/bronze/{spec.table}`").count()
-                for s, spec in BRONZE_SOURCES.items()}
+    versions = {
+        s: spark.sql(f"DESCRIBE HISTORY delta.`{warehouse}/bronze/{spec.table}`").count()
+        for s, spec in BRONZE_SOURCES.items()
+    }
     out = run(zone, warehouse, capsys)
     assert bronze_counts(spark, warehouse) == expected
     assert out == {"bronze.quorum_raw": (0, 0), "bronze.metrics_raw": (0, 0), "bronze.partitions_raw": (0, 0)}
     # A run with nothing new does not even write: the tables keep their versions.
-    assert versions == {s: spark.sql(f"DESCRIBE HISTORY delta.`{warehouse}/bronze/{spec.table}`").count()
-                        for s, spec in BRONZE_SOURCES.items()}
+    assert versions == {
+        s: spark.sql(f"DESCRIBE HISTORY delta.`{warehouse}/bronze/{spec.table}`").count()
+        for s, spec in BRONZE_SOURCES.items()
+    }
 
 
 def test_a_new_file_adds_exactly_its_records_and_a_copy_adds_none(spark, zone, tmp_path, capsys):

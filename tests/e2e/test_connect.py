@@ -64,14 +64,23 @@ def connect_url(tmp_path_factory):
     log_path = root / "server.log"
     with open(log_path, "wb") as log:
         # its own process group: the JVM and the Python workers it forks are stopped together
-        server = subprocess.Popen(connect_server_command(config, port), stdout=log, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, env=_env(), cwd=root, start_new_session=True)
+        server = subprocess.Popen(
+            connect_server_command(config, port),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=_env(),
+            cwd=root,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not _listening(port):
             if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"Spark Connect server did not start (exit {server.poll()}):\n"
-                            f"{log_path.read_text(errors='replace')[-4000:]}")
+                pytest.fail(
+                    f"Spark Connect server did not start (exit {server.poll()}):\n"
+                    f"{log_path.read_text(errors='replace')[-4000:]}"
+                )
             time.sleep(1)
         yield f"sc://127.0.0.1:{port}"
     finally:
@@ -133,8 +142,9 @@ def tables(spark, warehouse: Path) -> dict[str, list[tuple]]:
 
 
 def _run_client(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-c", _CLIENT, *args], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S)
+    done = subprocess.run(
+        [sys.executable, "-c", _CLIENT, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+    )
     assert done.returncode == 0, f"client failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     return done
 
@@ -181,14 +191,18 @@ sys.exit(code)
 
 def _report(done: subprocess.CompletedProcess) -> dict:
     line = next(line for line in done.stdout.splitlines() if line.startswith("CLIENT "))
-    return json.loads(line[len("CLIENT "):])
+    return json.loads(line[len("CLIENT ") :])
 
 
-def test_run_through_spark_connect_writes_the_same_tables_as_the_classic_session(spark, zone, classic, connect_url,
-                                                                                  tmp_path):
+def test_run_through_spark_connect_writes_the_same_tables_as_the_classic_session(
+    spark, zone, classic, connect_url, tmp_path
+):
     warehouse = tmp_path / "wh"
-    done = _run_client(["run", "--landing", str(zone), "--warehouse", str(warehouse),
-                        "--set", f"spark_remote={connect_url}"], _env(), tmp_path)
+    done = _run_client(
+        ["run", "--landing", str(zone), "--warehouse", str(warehouse), "--set", f"spark_remote={connect_url}"],
+        _env(),
+        tmp_path,
+    )
     report = _report(done)
     assert report["session"] == "pyspark.sql.connect.session.SparkSession"
     assert report == {"sparkContext": 0, "dup2": 0, "cache": 0, "jvm_started": False, "session": report["session"]}
@@ -199,8 +213,9 @@ def test_run_through_spark_connect_writes_the_same_tables_as_the_classic_session
         assert got[name] == classic[name], name
 
 
-def test_the_databricks_path_never_touches_spark_context_or_file_descriptors(spark, zone, classic, connect_url,
-                                                                              tmp_path):
+def test_the_databricks_path_never_touches_spark_context_or_file_descriptors(
+    spark, zone, classic, connect_url, tmp_path
+):
     # DATABRICKS_RUNTIME_VERSION makes it the Databricks path: the session is whatever SparkSession.builder hands
     # over, here a Spark Connect session (SPARK_REMOTE), as on serverless, where sparkContext and caching are absent
     warehouse = tmp_path / "wh"

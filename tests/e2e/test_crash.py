@@ -40,8 +40,22 @@ COMPARED = [spec for spec in ALL_TABLES if spec not in (SILVER_DQ_VALIDATIONS, P
 
 def quorumlake_run(landing: Path, warehouse: Path, *extra: str) -> int:
     """`quorumlake run` in a process of its own (the harness kills it)."""
-    done = subprocess.run([sys.executable, "-m", "pipelines.cli", "run", "--landing", str(landing),
-                           "--warehouse", str(warehouse), *extra], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipelines.cli",
+            "run",
+            "--landing",
+            str(landing),
+            "--warehouse",
+            str(warehouse),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return done.returncode
 
 
@@ -75,7 +89,8 @@ def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark,
     shutil.copy(next((zone / "partitions").rglob("*.jsonl")), late / "copy.jsonl")
     (late / "new.jsonl").write_text(
         '{"cluster_id":"c9","collected_at_ms":1730100000000,"topic":"t","partition":0,"leader":1,'
-        '"replicas":[1,2,3],"isr":[1,2,3],"min_isr":2}\n')
+        '"replicas":[1,2,3],"isr":[1,2,3],"min_isr":2}\n'
+    )
     assert uninterrupted_run(zone, clean) == 0
     assert quorumlake_run(zone, crashed) == 0
     for spec in COMPARED:

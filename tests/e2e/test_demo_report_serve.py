@@ -17,8 +17,16 @@ import pytest
 from pipelines import cli
 from pipelines.tables import ALL_TABLES
 
-SCENARIOS = ("healthy", "lagging-voter", "network-partition", "leader-election", "broker-failure", "flapping-isr",
-             "metadata-divergence", "quorum-stall")
+SCENARIOS = (
+    "healthy",
+    "lagging-voter",
+    "network-partition",
+    "leader-election",
+    "broker-failure",
+    "flapping-isr",
+    "metadata-divergence",
+    "quorum-stall",
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +42,31 @@ def fleet(spark, tmp_path_factory):
 
 
 def _cluster(spark, scenario: str) -> str:
-    return spark.sql(f"SELECT cluster_id FROM gold.quorum_status WHERE cluster_id LIKE '%-{scenario}' LIMIT 1").first()[0]
+    return spark.sql(f"SELECT cluster_id FROM gold.quorum_status WHERE cluster_id LIKE '%-{scenario}' LIMIT 1").first()[
+        0
+    ]
 
 
 def test_same_seed_same_files(tmp_path):
     for out in ("a", "b"):
-        assert cli.main(["generate", "--out", str(tmp_path / out), "--clusters", "2", "--hours", "0.2",
-                         "--scenario", "broker-failure", "--scenario", "flapping-isr"]) == 0
+        assert (
+            cli.main(
+                [
+                    "generate",
+                    "--out",
+                    str(tmp_path / out),
+                    "--clusters",
+                    "2",
+                    "--hours",
+                    "0.2",
+                    "--scenario",
+                    "broker-failure",
+                    "--scenario",
+                    "flapping-isr",
+                ]
+            )
+            == 0
+        )
     files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert files_a == files_b and files_a
@@ -57,14 +83,17 @@ def test_scenario_signatures_in_gold(spark, fleet):
     assert spark.sql(f"SELECT min(sli) FROM gold.quorum_health WHERE cluster_id = '{healthy}'").first()[0] == 1.0
     worst = spark.sql(
         f"SELECT replica_id, max(max_caught_up_lag_ms) AS lag, min(sli) AS sli FROM gold.replica_lag_sli "
-        f"WHERE cluster_id = '{lagging}' AND is_voter GROUP BY replica_id ORDER BY lag DESC").collect()
+        f"WHERE cluster_id = '{lagging}' AND is_voter GROUP BY replica_id ORDER BY lag DESC"
+    ).collect()
     assert worst[0]["lag"] > 60_000 and worst[0]["sli"] == 0.0
     assert all(r["lag"] <= 2000 for r in worst[1:])
 
     # broker failure: AtMinIsr counts during the fault, then an escalated episode, then recovery
-    isr = spark.sql(f"SELECT max(at_min_isr) AS at_min, max(under_min_isr) AS under_min, "
-                    f"max_by(at_min_isr + under_min_isr + offline, collected_at) AS last "
-                    f"FROM gold.isr_health WHERE cluster_id = '{failing}'").first()
+    isr = spark.sql(
+        f"SELECT max(at_min_isr) AS at_min, max(under_min_isr) AS under_min, "
+        f"max_by(at_min_isr + under_min_isr + offline, collected_at) AS last "
+        f"FROM gold.isr_health WHERE cluster_id = '{failing}'"
+    ).first()
     assert isr["at_min"] > 0 and isr["under_min"] > 0 and isr["last"] == 0
     episodes = spark.sql(f"SELECT * FROM gold.at_min_isr_episodes WHERE cluster_id = '{failing}'").collect()
     assert any(e["escalated"] for e in episodes)
@@ -72,9 +101,11 @@ def test_scenario_signatures_in_gold(spark, fleet):
     assert spark.sql(f"SELECT count(*) FROM gold.at_min_isr_episodes WHERE cluster_id = '{healthy}'").first()[0] == 0
 
     # metadata divergence: one broker falls far behind the active controller, the others do not
-    div = spark.sql(f"SELECT node_id, max(divergence_records) AS d FROM gold.metadata_offset_divergence "
-                    f"WHERE cluster_id = '{diverging}' AND node_role <> 'controller' GROUP BY node_id "
-                    f"ORDER BY d DESC").collect()
+    div = spark.sql(
+        f"SELECT node_id, max(divergence_records) AS d FROM gold.metadata_offset_divergence "
+        f"WHERE cluster_id = '{diverging}' AND node_role <> 'controller' GROUP BY node_id "
+        f"ORDER BY d DESC"
+    ).collect()
     assert div[0]["d"] > 500 and all(r["d"] < 100 for r in div[1:])
 
     overview = {r["cluster_id"]: r for r in spark.sql("SELECT * FROM gold.v_fleet_overview").collect()}
@@ -91,29 +122,50 @@ def test_more_scenario_signatures_in_gold(spark, fleet):
     healthy = _cluster(spark, "healthy")
 
     # network partition: one voter stops fetching, so its caught-up lag and fetch age grow past the SLO
-    cut = spark.sql(f"SELECT replica_id, max(max_fetch_age_ms) AS age FROM gold.replica_lag_sli "
-                    f"WHERE cluster_id = '{partitioned}' AND is_voter GROUP BY replica_id ORDER BY age DESC").collect()
+    cut = spark.sql(
+        f"SELECT replica_id, max(max_fetch_age_ms) AS age FROM gold.replica_lag_sli "
+        f"WHERE cluster_id = '{partitioned}' AND is_voter GROUP BY replica_id ORDER BY age DESC"
+    ).collect()
     assert cut[0]["age"] > 60_000 and all(r["age"] <= 2000 for r in cut[1:])
 
     # leader election: epoch increases are counted, and right after one a voter with an unknown LEO makes the
     # CLI's MaxFollowerLagTimeMs -1 (unknown), which is never good
-    changes = spark.sql(f"SELECT sum(leader_changes) FROM gold.quorum_health WHERE cluster_id = '{election}'").first()[0]
+    changes = spark.sql(f"SELECT sum(leader_changes) FROM gold.quorum_health WHERE cluster_id = '{election}'").first()[
+        0
+    ]
     assert changes >= 1
-    assert spark.sql(f"SELECT count(*) FROM gold.quorum_status WHERE cluster_id = '{election}' "
-                     "AND max_follower_lag_time_ms = -1 AND NOT is_good").first()[0] >= 1
-    assert spark.sql(f"SELECT sum(leader_changes) FROM gold.quorum_health WHERE cluster_id = '{healthy}'").first()[0] == 0
+    assert (
+        spark.sql(
+            f"SELECT count(*) FROM gold.quorum_status WHERE cluster_id = '{election}' "
+            "AND max_follower_lag_time_ms = -1 AND NOT is_good"
+        ).first()[0]
+        >= 1
+    )
+    assert (
+        spark.sql(f"SELECT sum(leader_changes) FROM gold.quorum_health WHERE cluster_id = '{healthy}'").first()[0] == 0
+    )
 
     # flapping ISR: the same partition enters AtMinIsr again and again; later episodes count earlier bounces
-    flaps = spark.sql(f"SELECT topic, `partition`, count(*) AS episodes, max(bounces) AS bounces "
-                      f"FROM gold.at_min_isr_episodes WHERE cluster_id = '{flapping}' "
-                      "GROUP BY topic, `partition` ORDER BY episodes DESC").collect()
+    flaps = spark.sql(
+        f"SELECT topic, `partition`, count(*) AS episodes, max(bounces) AS bounces "
+        f"FROM gold.at_min_isr_episodes WHERE cluster_id = '{flapping}' "
+        "GROUP BY topic, `partition` ORDER BY episodes DESC"
+    ).collect()
     assert flaps[0]["episodes"] >= 3 and flaps[0]["bounces"] >= 2
 
     # quorum stall: no high-watermark progress for minutes, flagged in the windows; the healthy cluster never stalls
-    assert spark.sql(f"SELECT count_if(high_watermark_stalled) FROM gold.quorum_health "
-                     f"WHERE cluster_id = '{stalled}'").first()[0] >= 1
-    assert spark.sql(f"SELECT count_if(high_watermark_stalled) FROM gold.quorum_health "
-                     f"WHERE cluster_id = '{healthy}'").first()[0] == 0
+    assert (
+        spark.sql(
+            f"SELECT count_if(high_watermark_stalled) FROM gold.quorum_health WHERE cluster_id = '{stalled}'"
+        ).first()[0]
+        >= 1
+    )
+    assert (
+        spark.sql(
+            f"SELECT count_if(high_watermark_stalled) FROM gold.quorum_health WHERE cluster_id = '{healthy}'"
+        ).first()[0]
+        == 0
+    )
 
 
 def _chromium() -> str | None:
@@ -125,8 +177,13 @@ def test_report_renders_in_a_headless_browser(spark, fleet, tmp_path):
     assert cli.main(["report", "--out", str(report), "--warehouse", str(fleet / "warehouse")]) == 0
     html = report.read_text()
     assert "<script" not in html and "http" not in html.replace("http://www.w3.org/2000/svg", "")
-    for title in ("voter caught-up lag", "Quorum SLI", "partitions at/under min ISR", "AtMinIsr episodes",
-                  "metadata offset divergence"):
+    for title in (
+        "voter caught-up lag",
+        "Quorum SLI",
+        "partitions at/under min ISR",
+        "AtMinIsr episodes",
+        "metadata offset divergence",
+    ):
         assert title in html
     assert html.count("<svg") >= 8 and html.count(">legend<") >= 8 and "time (UTC)" in html
     browser = _chromium()
@@ -134,11 +191,26 @@ def test_report_renders_in_a_headless_browser(spark, fleet, tmp_path):
         pytest.skip("Debian's chromium is not installed (scripts/bootstrap.sh installs it when run as root)")
     shot = tmp_path / "report.png"
     result = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0", "--window-size=1600,3200",
-         f"--screenshot={shot}", report.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1600,3200",
+            f"--screenshot={shot}",
+            report.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert shot.is_file() and shot.stat().st_size > 50_000, result.stderr[-2000:]
     console = [line for line in result.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
@@ -158,7 +230,9 @@ def test_jdbc_endpoint_answers_a_bi_query_with_beeline(fleet):
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port), "--warehouse", str(fleet / "warehouse")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 240
@@ -169,12 +243,21 @@ def test_jdbc_endpoint_answers_a_bi_query_with_beeline(fleet):
             assert server.poll() is None, server.stdout.read()
             time.sleep(1)
         result = subprocess.run(
-            [str(beeline), "-u", f"jdbc:hive2://127.0.0.1:{port}/", "--outputformat=csv2", "-e",
-             "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id"],
-            capture_output=True, text=True, timeout=240, env={**os.environ, "SPARK_HOME": str(beeline.parent.parent)},
+            [
+                str(beeline),
+                "-u",
+                f"jdbc:hive2://127.0.0.1:{port}/",
+                "--outputformat=csv2",
+                "-e",
+                "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env={**os.environ, "SPARK_HOME": str(beeline.parent.parent)},
         )
         # beeline echoes its continuation prompt ("  . . . > ") in front of the header when it is not a terminal
-        output = result.stdout[result.stdout.find("cluster_id,status"):]
+        output = result.stdout[result.stdout.find("cluster_id,status") :]
         lines = [line for line in output.splitlines() if "," in line]
         assert lines and lines[0] == "cluster_id,status", result.stdout + result.stderr
         assert len(lines) == len(SCENARIOS) + 1
@@ -187,7 +270,9 @@ def test_jdbc_endpoint_answers_a_bi_query_with_beeline(fleet):
 def test_dashboard_queries_run_on_the_demo_warehouse(spark, fleet):
     import json
 
-    dashboard = json.loads((Path(__file__).parents[2] / "resources" / "dashboards" / "quorumlake.lvdash.json").read_text())
+    dashboard = json.loads(
+        (Path(__file__).parents[2] / "resources" / "dashboards" / "quorumlake.lvdash.json").read_text()
+    )
     assert cli.main(["sql", "SELECT 1", "--warehouse", str(fleet / "warehouse")]) == 0  # registers tables and views
     for dataset in dashboard["datasets"]:
         query = "".join(dataset.get("queryLines") or [dataset.get("query", "")])
@@ -203,8 +288,10 @@ def test_maintenance_optimizes_and_vacuums_every_table(spark, fleet, capsys):
     assert "gold.quorum_health: optimized, vacuumed" in out and len(out) == len(ALL_TABLES)
     # the demo run left nothing unread, so every table is vacuumed
     assert all(line.endswith(": optimized, vacuumed") for line in out)
-    ops = {r["operation"] for r in spark.sql(
-        f"DESCRIBE HISTORY delta.`{fleet / 'warehouse' / 'gold' / 'quorum_health'}`").collect()}
+    ops = {
+        r["operation"]
+        for r in spark.sql(f"DESCRIBE HISTORY delta.`{fleet / 'warehouse' / 'gold' / 'quorum_health'}`").collect()
+    }
     assert "OPTIMIZE" in ops or "VACUUM END" in ops
 
 
@@ -220,11 +307,15 @@ def test_controller_health_from_the_demo_fleet(spark, fleet, tmp_path):
     health = spark.sql("SELECT * FROM gold.controller_health")
     clusters = {r["cluster_id"] for r in spark.sql("SELECT DISTINCT cluster_id FROM gold.quorum_status").collect()}
     assert {r["cluster_id"] for r in health.select("cluster_id").distinct().collect()} == clusters
-    per_cluster = {r["cluster_id"]: r for r in spark.sql(
-        "SELECT cluster_id, max(max_election_latency_ms) AS election_ms, max(fenced_brokers) AS fenced, "
-        "max(timed_out_broker_heartbeats) AS timed_out, max(avg_commit_latency_ms) AS commit_ms, "
-        "count_if(raft_state = 'leader') AS leader_windows, count_if(isnan(max_commit_latency_ms)) AS nan_rows "
-        "FROM gold.controller_health GROUP BY cluster_id").collect()}
+    per_cluster = {
+        r["cluster_id"]: r
+        for r in spark.sql(
+            "SELECT cluster_id, max(max_election_latency_ms) AS election_ms, max(fenced_brokers) AS fenced, "
+            "max(timed_out_broker_heartbeats) AS timed_out, max(avg_commit_latency_ms) AS commit_ms, "
+            "count_if(raft_state = 'leader') AS leader_windows, count_if(isnan(max_commit_latency_ms)) AS nan_rows "
+            "FROM gold.controller_health GROUP BY cluster_id"
+        ).collect()
+    }
     assert per_cluster[_cluster(spark, "leader-election")]["election_ms"] > 0
     assert per_cluster[_cluster(spark, "broker-failure")]["fenced"] >= 1
     assert per_cluster[_cluster(spark, "broker-failure")]["timed_out"] >= 1
@@ -247,8 +338,9 @@ def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
     # lookback reaching back to it
     (recent,) = spark.sql(queries["quorumlake_at_min_isr_escalated"]).collect()
     assert recent["escalated_episodes"] == 0
-    long_ago = queries["quorumlake_at_min_isr_escalated"].replace("make_dt_interval(0, 0, 30, 0)",
-                                                                  "make_dt_interval(36500, 0, 0, 0)")
+    long_ago = queries["quorumlake_at_min_isr_escalated"].replace(
+        "make_dt_interval(0, 0, 30, 0)", "make_dt_interval(36500, 0, 0, 0)"
+    )
     (ever,) = spark.sql(long_ago).collect()
     escalated = spark.sql("SELECT count_if(escalated) FROM gold.at_min_isr_episodes").first()[0]
     assert ever["escalated_episodes"] == escalated >= 1
@@ -287,9 +379,13 @@ def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, flee
     for r in by_day:
         expected = daily[(r["cluster_id"], r["day"].date())]
         assert (r["snapshots"], r["good_snapshots"], r["sli"]) == (
-            expected["snapshots"], expected["good_snapshots"], expected["sli"])
+            expected["snapshots"],
+            expected["good_snapshots"],
+            expected["sli"],
+        )
     (fleet_wide,) = query(quorum, [])
     assert fleet_wide["sli"] == sum(r["good_snapshots"] for r in daily.values()) / sum(
-        r["snapshots"] for r in daily.values())
+        r["snapshots"] for r in daily.values()
+    )
     for view in METRIC_VIEWS:
         assert query(view, ["cluster_id"]) and query(view, [])

@@ -33,8 +33,10 @@ def printed_status(zone: Path) -> dict[str, tuple[int, int]]:
     for f in zone.glob("quorum/**/*.status.txt"):
         cluster = re.search(r"cluster=([^/]+)", str(f)).group(1)
         text = f.read_text()
-        figures[cluster] = (int(re.search(r"^MaxFollowerLag:\s+(-?\d+)$", text, re.M).group(1)),
-                            int(re.search(r"^MaxFollowerLagTimeMs:\s+(-?\d+)$", text, re.M).group(1)))
+        figures[cluster] = (
+            int(re.search(r"^MaxFollowerLag:\s+(-?\d+)$", text, re.M).group(1)),
+            int(re.search(r"^MaxFollowerLagTimeMs:\s+(-?\d+)$", text, re.M).group(1)),
+        )
     return figures
 
 
@@ -63,13 +65,15 @@ def test_gold_from_the_test_landing_zone(spark, landing, tmp_path, capsys):
     }
     health = spark.sql(
         "SELECT window_start, window_end, snapshots, leaders, max_follower_lag, max_follower_lag_time_ms, "
-        "good_snapshots, sli FROM gold.quorum_health WHERE cluster_id = 'kraft-v2'").collect()
+        "good_snapshots, sli FROM gold.quorum_health WHERE cluster_id = 'kraft-v2'"
+    ).collect()
     assert [tuple(r) for r in health] == [(at("03:30:00"), at("03:35:00"), 2, 1, 12, 2400, 0, 0.0)]
 
     # KIP-427's three examples, one snapshot a minute from 03:33:20 (tests/data/landing/partitions)
     isr = spark.sql(
         "SELECT collected_at, partitions, offline, under_min_isr, at_min_isr, under_replicated FROM gold.isr_health "
-        "WHERE cluster_id = 'kip427' ORDER BY collected_at").collect()
+        "WHERE cluster_id = 'kip427' ORDER BY collected_at"
+    ).collect()
     assert [tuple(r) for r in isr] == [
         (at("03:33:20"), 4, 0, 0, 0, 0),  # all in sync; `moving` is mid-reassignment with a full ISR
         (at("03:34:20"), 3, 0, 0, 1, 3),  # broker 0 fails: example1 at min ISR, all three under-replicated
@@ -78,7 +82,8 @@ def test_gold_from_the_test_landing_zone(spark, landing, tmp_path, capsys):
     ]
     episodes = spark.sql(
         "SELECT topic, `partition`, started_at, ended_at, duration_ms, snapshots, escalated, max_status, bounces "
-        "FROM gold.at_min_isr_episodes WHERE cluster_id = 'kip427' ORDER BY topic").collect()
+        "FROM gold.at_min_isr_episodes WHERE cluster_id = 'kip427' ORDER BY topic"
+    ).collect()
     assert [tuple(r) for r in episodes] == [
         ("example1", 0, at("03:34:20"), None, 60_000, 2, True, "under_min_isr", 0),
         ("example2", 0, at("03:35:20"), None, 60_000, 2, True, "offline", 0),
@@ -86,11 +91,26 @@ def test_gold_from_the_test_landing_zone(spark, landing, tmp_path, capsys):
     ]
 
     # the fleet view answers through the CLI, one row per cluster
-    assert cli.main(["sql", "SELECT cluster_id, status FROM gold.v_fleet_overview", "--format", "json",
-                     "--warehouse", str(warehouse)]) == 0
+    assert (
+        cli.main(
+            [
+                "sql",
+                "SELECT cluster_id, status FROM gold.v_fleet_overview",
+                "--format",
+                "json",
+                "--warehouse",
+                str(warehouse),
+            ]
+        )
+        == 0
+    )
     fleet = {r["cluster_id"]: r["status"] for r in map(json.loads, capsys.readouterr().out.splitlines())}
     assert fleet == {
-        "kraft-v0": "warn", "kraft-v1": "warn", "kraft-v3": "warn", "kraft-cli38": "warn", "kraft-cli39": "warn",
+        "kraft-v0": "warn",
+        "kraft-v1": "warn",
+        "kraft-v3": "warn",
+        "kraft-cli38": "warn",
+        "kraft-cli39": "warn",
         "kraft-v2": "critical",  # its latest quorum snapshot is an error; an offline partition
         "kip427": "critical",  # under min ISR and offline partitions
     }
@@ -98,21 +118,34 @@ def test_gold_from_the_test_landing_zone(spark, landing, tmp_path, capsys):
 
 # --- late data -----------------------------------------------------------------------------------------------------
 
+
 def describe_quorum_v1(cluster: str, collected: datetime, epoch: int, hw: int) -> str:
     """A DescribeQuorum v1 line (as the JSON converter renders it): every voter caught up, leader 3002 listed last,
     its clock 100 ms before the capture; 3000 caught up 10 ms before it, 3001 20 ms, observer 0 30 ms."""
     now = ms(collected) - 100
 
     def replica(replica_id, behind_ms):
-        return {"replicaId": replica_id, "logEndOffset": hw, "lastFetchTimestamp": now - behind_ms,
-                "lastCaughtUpTimestamp": now - behind_ms}
+        return {
+            "replicaId": replica_id,
+            "logEndOffset": hw,
+            "lastFetchTimestamp": now - behind_ms,
+            "lastCaughtUpTimestamp": now - behind_ms,
+        }
 
-    partition = {"partitionIndex": 0, "errorCode": 0, "leaderId": 3002, "leaderEpoch": epoch, "highWatermark": hw,
-                 "currentVoters": [replica(3000, 10), replica(3001, 20), replica(3002, 0)],
-                 "observers": [replica(0, 30)]}
+    partition = {
+        "partitionIndex": 0,
+        "errorCode": 0,
+        "leaderId": 3002,
+        "leaderEpoch": epoch,
+        "highWatermark": hw,
+        "currentVoters": [replica(3000, 10), replica(3001, 20), replica(3002, 0)],
+        "observers": [replica(0, 30)],
+    }
     response = {"errorCode": 0, "topics": [{"topicName": "__cluster_metadata", "partitions": [partition]}]}
-    return json.dumps({"cluster_id": cluster, "collected_at_ms": ms(collected), "api_version": 1,
-                       "response": response}) + "\n"
+    return (
+        json.dumps({"cluster_id": cluster, "collected_at_ms": ms(collected), "api_version": 1, "response": response})
+        + "\n"
+    )
 
 
 def gold_contents(spark) -> dict[str, dict[tuple, dict]]:
@@ -139,8 +172,9 @@ def rows_written_since(spark, name: str, version: int) -> tuple[int, int, int]:
 
 
 def data_files(warehouse: Path) -> dict[str, set[str]]:
-    return {name: {str(p.relative_to(warehouse)) for p in (warehouse / "gold" / name).rglob("*.parquet")}
-            for name in GOLD}
+    return {
+        name: {str(p.relative_to(warehouse)) for p in (warehouse / "gold" / name).rglob("*.parquet")} for name in GOLD
+    }
 
 
 def diff(before: dict[tuple, dict], after: dict[tuple, dict]):
@@ -153,8 +187,9 @@ def diff(before: dict[tuple, dict], after: dict[tuple, dict]):
     return after.keys() - before.keys(), before.keys() - after.keys(), changed
 
 
-def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_nothing(spark, landing, tmp_path,
-                                                                                        capsys):
+def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_nothing(
+    spark, landing, tmp_path, capsys
+):
     zone = landing("landing")
     warehouse = tmp_path / "wh"
     # kraft-v1 goes on: a new leader epoch at 03:45 (window 03:45), the high watermark moved to 20000
@@ -164,58 +199,115 @@ def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_n
     before, versions = gold_contents(spark), gold_versions(spark)
     status_0345 = before["quorum_status"][("kraft-v1", at("03:45:00"))]
     assert (status_0345["leader_change"], status_0345["hw_last_increase_at"], status_0345["hw_stalled"]) == (
-        1, at("03:45:00"), False)
+        1,
+        at("03:45:00"),
+        False,
+    )
 
     # Late files: a kraft-v1 snapshot at 03:38 (a new window between 03:30 and 03:45) that already has epoch 8 and
     # HW 20000, and a KIP-427 example1 snapshot at 03:34:50 with the ISR back to full.
     (zone / "quorum" / "late").mkdir()
     (zone / "quorum" / "late" / "kraft-v1.jsonl").write_text(describe_quorum_v1("kraft-v1", at("03:38:00"), 8, 20000))
     (zone / "partitions" / "late").mkdir()
-    (zone / "partitions" / "late" / "kip427.jsonl").write_text(json.dumps(
-        {"cluster_id": "kip427", "collected_at_ms": ms(at("03:34:50")), "topic": "example1", "partition": 0,
-         "leader": 0, "replicas": [0, 1, 2], "isr": [0, 1, 2], "min_isr": 2}) + "\n")
+    (zone / "partitions" / "late" / "kip427.jsonl").write_text(
+        json.dumps(
+            {
+                "cluster_id": "kip427",
+                "collected_at_ms": ms(at("03:34:50")),
+                "topic": "example1",
+                "partition": 0,
+                "leader": 0,
+                "replicas": [0, 1, 2],
+                "isr": [0, 1, 2],
+                "min_isr": 2,
+            }
+        )
+        + "\n"
+    )
     run(zone, warehouse, capsys)
     after = gold_contents(spark)
 
     changes = {name: diff(before[name], after[name]) for name in GOLD}
     v1 = "kraft-v1"
     assert changes["quorum_status"] == (
-        {(v1, at("03:38:00"))}, set(),
+        {(v1, at("03:38:00"))},
+        set(),
         # the epoch change and the HW increase now happen at 03:38; 03:45 is 7 minutes after it
-        {(v1, at("03:45:00")): {"leader_change": (1, 0), "hw_last_increase_at": (at("03:45:00"), at("03:38:00")),
-                                "hw_stalled": (False, True)}},
+        {
+            (v1, at("03:45:00")): {
+                "leader_change": (1, 0),
+                "hw_last_increase_at": (at("03:45:00"), at("03:38:00")),
+                "hw_stalled": (False, True),
+            }
+        },
     )
     assert after["quorum_status"][(v1, at("03:38:00"))] == {
-        "cluster_id": v1, "collected_at": at("03:38:00"), "window_start": at("03:35:00"), "source": "admin",
-        "error_code": 0, "leader_id": 3002, "leader_epoch": 8, "high_watermark": 20000, "max_follower_lag": 0,
-        "max_follower_lag_time_ms": 10, "voters": 3, "voters_within_slo": 3, "observers": 1, "is_good": True,
-        "leader_change": 1, "hw_last_increase_at": at("03:38:00"), "hw_stalled": False,
+        "cluster_id": v1,
+        "collected_at": at("03:38:00"),
+        "window_start": at("03:35:00"),
+        "source": "admin",
+        "error_code": 0,
+        "leader_id": 3002,
+        "leader_epoch": 8,
+        "high_watermark": 20000,
+        "max_follower_lag": 0,
+        "max_follower_lag_time_ms": 10,
+        "voters": 3,
+        "voters_within_slo": 3,
+        "observers": 1,
+        "is_good": True,
+        "leader_change": 1,
+        "hw_last_increase_at": at("03:38:00"),
+        "hw_stalled": False,
     }
     assert changes["quorum_health"] == (
-        {(v1, at("03:35:00"))}, set(),
+        {(v1, at("03:35:00"))},
+        set(),
         {(v1, at("03:45:00")): {"leader_changes": (1, 0), "high_watermark_stalled": (False, True)}},
     )
     new_window = after["quorum_health"][(v1, at("03:35:00"))]
-    assert (new_window["snapshots"], new_window["leader_changes"], new_window["good_snapshots"],
-            new_window["sli"]) == (1, 1, 1, 1.0)
+    assert (new_window["snapshots"], new_window["leader_changes"], new_window["good_snapshots"], new_window["sli"]) == (
+        1,
+        1,
+        1,
+        1.0,
+    )
     assert changes["replica_lag_sli"] == (
-        {(v1, replica, replica != 0, at("03:35:00")) for replica in (3000, 3001, 3002, 0)}, set(), {})
+        {(v1, replica, replica != 0, at("03:35:00")) for replica in (3000, 3001, 3002, 0)},
+        set(),
+        {},
+    )
     assert changes["isr_health"] == ({("kip427", at("03:34:50"))}, set(), {})
     assert after["isr_health"][("kip427", at("03:34:50"))]["partitions"] == 1
     assert changes["isr_health_by_topic"] == ({("kip427", at("03:34:50"), "example1")}, set(), {})
     # example1's episode now ends at 03:34:50; its fall to under min ISR at 03:35:20 starts none
-    assert changes["at_min_isr_episodes"] == (set(), set(), {("kip427", "example1", 0, at("03:34:20")): {
-        "ended_at": (None, at("03:34:50")), "duration_ms": (60_000, 30_000), "snapshots": (2, 1),
-        "escalated": (True, False), "max_status": ("under_min_isr", "at_min_isr")}})
+    assert changes["at_min_isr_episodes"] == (
+        set(),
+        set(),
+        {
+            ("kip427", "example1", 0, at("03:34:20")): {
+                "ended_at": (None, at("03:34:50")),
+                "duration_ms": (60_000, 30_000),
+                "snapshots": (2, 1),
+                "escalated": (True, False),
+                "max_status": ("under_min_isr", "at_min_isr"),
+            }
+        },
+    )
     assert changes["metadata_offset_divergence"] == (set(), set(), {})
     assert changes["controller_health"] == (set(), set(), {})
 
     # Delta's own account of the run agrees: exactly those rows were inserted or updated, none deleted, and a
     # table whose inputs did not change got no commit at all
     assert {name: rows_written_since(spark, name, versions[name]) for name in GOLD} == {
-        "quorum_status": (1, 1, 0), "quorum_health": (1, 1, 0), "replica_lag_sli": (4, 0, 0),
-        "isr_health": (1, 0, 0), "isr_health_by_topic": (1, 0, 0), "at_min_isr_episodes": (0, 1, 0),
-        "metadata_offset_divergence": (0, 0, 0), "controller_health": (0, 0, 0),
+        "quorum_status": (1, 1, 0),
+        "quorum_health": (1, 1, 0),
+        "replica_lag_sli": (4, 0, 0),
+        "isr_health": (1, 0, 0),
+        "isr_health_by_topic": (1, 0, 0),
+        "at_min_isr_episodes": (0, 1, 0),
+        "metadata_offset_divergence": (0, 0, 0),
+        "controller_health": (0, 0, 0),
     }
     assert gold_versions(spark)["metadata_offset_divergence"] == versions["metadata_offset_divergence"]
     assert gold_versions(spark)["controller_health"] == versions["controller_health"]

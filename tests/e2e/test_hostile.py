@@ -74,10 +74,11 @@ EXPECTED_PARSE_ERRORS = {
     ("quorum/hostile/poison.jsonl", 5): "malformed JSON",
     ("quorum/hostile/poison.jsonl", 6): "field 'api_version' is out of range: not a 32-bit integer",
     ("quorum/hostile/one-bad-byte.jsonl", 2): NOT_UTF8,
-    ("quorum/hostile/bomb.jsonl.gz", None):
-        f"decompressed size exceeds {MAX_DECOMPRESSED_BYTES} bytes (MAX_DECOMPRESSED_BYTES); not decompressed",
-    ("quorum/cluster=h-cli/99999999999999999.status.txt", None):
-        f"the time in the file name is out of range: {EPOCH}",
+    (
+        "quorum/hostile/bomb.jsonl.gz",
+        None,
+    ): f"decompressed size exceeds {MAX_DECOMPRESSED_BYTES} bytes (MAX_DECOMPRESSED_BYTES); not decompressed",
+    ("quorum/cluster=h-cli/99999999999999999.status.txt", None): f"the time in the file name is out of range: {EPOCH}",
     ("metrics/hostile/jmx.jsonl", 1): "field 'mbean' is empty",
     ("metrics/hostile/jmx.jsonl", 2): "field 'node_id' is out of range: not a 32-bit integer",
     ("metrics/hostile/jmx.jsonl", 3): f"field 'scraped_at_ms' is out of range: {EPOCH}",
@@ -89,19 +90,30 @@ EXPECTED_PARSE_ERRORS = {
 # (file, line number or None) -> (rule, start of the reason) of what silver rejects from records bronze could read
 EXPECTED_SILVER_REJECTS = {
     ("quorum/hostile/poison.jsonl", 7): ("values_in_range", "numbers out of range or not integers: highWatermark"),
-    ("quorum/hostile/poison.jsonl", 8): ("values_in_range", "numbers out of range or not integers: "
-                                         "currentVoters[].logEndOffset"),
-    ("quorum/hostile/poison.jsonl", 9): ("values_in_range", "numbers out of range or not integers: "
-                                         "currentVoters[].lastFetchTimestamp (not -1 or epoch ms up to year 9999)"),
+    ("quorum/hostile/poison.jsonl", 8): (
+        "values_in_range",
+        "numbers out of range or not integers: currentVoters[].logEndOffset",
+    ),
+    ("quorum/hostile/poison.jsonl", 9): (
+        "values_in_range",
+        "numbers out of range or not integers: currentVoters[].lastFetchTimestamp (not -1 or epoch ms up to year 9999)",
+    ),
     ("quorum/cluster=h-cli/1730000000600.replication.txt", None): ("cli_capture_parses", "line 4: LogEndOffset"),
-    ("partitions/cluster=h-topics/1730000000000.topics.txt", None):
-        ("topics_capture_parses", "value out of range for its column: partitions[1].partition"),
-    ("metrics/cluster=h-prom/node=1/1730000000000.prom", None):
-        ("sample_line_parses", "partition label is out of range (not a 32-bit integer)"),
+    ("partitions/cluster=h-topics/1730000000000.topics.txt", None): (
+        "topics_capture_parses",
+        "value out of range for its column: partitions[1].partition",
+    ),
+    ("metrics/cluster=h-prom/node=1/1730000000000.prom", None): (
+        "sample_line_parses",
+        "partition label is out of range (not a 32-bit integer)",
+    ),
 }
 # clusters of the good records hidden among the poison: each must reach its silver table
-GOOD_AMONG_POISON = {"quorum_snapshots": {"h-good", "h-bom", "h-utf8-a", "h-utf8-b"},
-                     "node_metrics": {"h-jmx", "h-prom"}, "partition_states": {"h-part"}}
+GOOD_AMONG_POISON = {
+    "quorum_snapshots": {"h-good", "h-bom", "h-utf8-a", "h-utf8-b"},
+    "node_metrics": {"h-jmx", "h-prom"},
+    "partition_states": {"h-part"},
+}
 
 
 @pytest.fixture
@@ -115,7 +127,9 @@ def hostile_zone(landing) -> Path:
         _raw(_line(_quorum("p-2-63"), collected_at_ms="N"), N=str(2**63)),
         _raw(_line(_quorum("p-digits"), collected_at_ms="N"), N="1" + "0" * 5000),
         '{"cluster_id":"p-deep","collected_at_ms":1730000000600,"api_version":1,"response":'
-        + '{"a":' * 10_000 + "1" + "}" * 10_001,
+        + '{"a":' * 10_000
+        + "1"
+        + "}" * 10_001,
         _line(_quorum("p-api"), api_version=2**31),
         _line(_quorum("p-hw", highWatermark=2**63)),
         _raw(_line(_quorum("p-leo", **{"currentVoters.1.logEndOffset": "N"})), N="1" + "0" * 30),
@@ -125,9 +139,13 @@ def hostile_zone(landing) -> Path:
     (quorum / "poison.jsonl").write_text("\n".join(poison) + "\n")
     (quorum / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + _line(_quorum("h-bom")).encode() + b"\n")
     (quorum / "one-bad-byte.jsonl").write_bytes(
-        _line(_quorum("h-utf8-a")).encode() + b"\n"
-        + _line(_quorum("p-XX")).encode().replace(b"p-XX", b"p-\xff") + b"\n"
-        + _line(_quorum("h-utf8-b")).encode() + b"\n")
+        _line(_quorum("h-utf8-a")).encode()
+        + b"\n"
+        + _line(_quorum("p-XX")).encode().replace(b"p-XX", b"p-\xff")
+        + b"\n"
+        + _line(_quorum("h-utf8-b")).encode()
+        + b"\n"
+    )
     (quorum / "bomb.jsonl.gz").write_bytes(_gzip_bomb())
     cli = root / "quorum" / "cluster=h-cli"
     cli.mkdir()
@@ -136,29 +154,40 @@ def hostile_zone(landing) -> Path:
 
     metrics = root / "metrics" / "hostile"
     metrics.mkdir()
-    (metrics / "jmx.jsonl").write_text("\n".join([
-        _line(GOOD_JMX, cluster_id="p-mbean", mbean=""),
-        _line(GOOD_JMX, cluster_id="p-node", node_id=2**32),
-        _line(GOOD_JMX, cluster_id="p-scraped", scraped_at_ms=9 * 10**15),
-        _line(GOOD_JMX, cluster_id="h-jmx"),
-    ]) + "\n")
+    (metrics / "jmx.jsonl").write_text(
+        "\n".join(
+            [
+                _line(GOOD_JMX, cluster_id="p-mbean", mbean=""),
+                _line(GOOD_JMX, cluster_id="p-node", node_id=2**32),
+                _line(GOOD_JMX, cluster_id="p-scraped", scraped_at_ms=9 * 10**15),
+                _line(GOOD_JMX, cluster_id="h-jmx"),
+            ]
+        )
+        + "\n"
+    )
     prom = root / "metrics" / "cluster=h-prom" / "node=1"
     prom.mkdir(parents=True)
     (prom / "1730000000000.prom").write_text(
         'kafka_cluster_partition_underreplicated{topic="t",partition="4294967296"} 1.0\n'
-        'kafka_cluster_partition_underreplicated{topic="t",partition="3"} 0.0\n')
+        'kafka_cluster_partition_underreplicated{topic="t",partition="3"} 0.0\n'
+    )
     big_node = root / "metrics" / "cluster=h-prom" / "node=99999999999"
     big_node.mkdir()
     (big_node / "1730000000000.prom").write_text("kafka_server_raftmetrics_current_leader 1.0\n")
 
     parts = root / "partitions" / "hostile"
     parts.mkdir()
-    (parts / "p.jsonl").write_text("\n".join([
-        _line(GOOD_PARTITION, cluster_id="p-partition", partition=2**31),
-        _line(GOOD_PARTITION, cluster_id="p-replicas", replicas=[0, 2**40]),
-        _line(GOOD_PARTITION, cluster_id="p-time", collected_at_ms=9 * 10**15),
-        _line(GOOD_PARTITION, cluster_id="h-part"),
-    ]) + "\n")
+    (parts / "p.jsonl").write_text(
+        "\n".join(
+            [
+                _line(GOOD_PARTITION, cluster_id="p-partition", partition=2**31),
+                _line(GOOD_PARTITION, cluster_id="p-replicas", replicas=[0, 2**40]),
+                _line(GOOD_PARTITION, cluster_id="p-time", collected_at_ms=9 * 10**15),
+                _line(GOOD_PARTITION, cluster_id="h-part"),
+            ]
+        )
+        + "\n"
+    )
     topics = root / "partitions" / "cluster=h-topics"
     topics.mkdir()
     (topics / "1730000000000.topics.txt").write_text(TOPICS.replace("Partition: 1\t", "Partition: 4294967296\t", 1))
@@ -215,7 +244,8 @@ def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, ho
     for rid, r in bronze.items():
         if r["parse_error"] is not None:
             assert [(q["failed_rules"], q["reason"]) for q in quarantined[rid]] == [
-                (["record_readable"], r["parse_error"])]
+                (["record_readable"], r["parse_error"])
+            ]
 
     # what silver rejected of the readable poison, by rule and reason
     silver_rejects: dict[tuple, list[tuple[str, str]]] = {}
@@ -227,10 +257,20 @@ def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, ho
         assert any(r == rule and reason in text for r, text in silver_rejects.get(key, [])), (key, silver_rejects)
 
     # every good record reaches silver: the whole good landing zone, and the good lines hidden among the poison
-    good = {rid for rid, r in bronze.items() if not where[rid][0].startswith(("quorum/hostile", "quorum/cluster=h-",
-                                                                               "metrics/hostile", "metrics/cluster=h-",
-                                                                               "partitions/hostile",
-                                                                               "partitions/cluster=h-"))}
+    good = {
+        rid
+        for rid, r in bronze.items()
+        if not where[rid][0].startswith(
+            (
+                "quorum/hostile",
+                "quorum/cluster=h-",
+                "metrics/hostile",
+                "metrics/cluster=h-",
+                "partitions/hostile",
+                "partitions/cluster=h-",
+            )
+        )
+    }
     assert good and good <= in_silver
     for name, clusters in GOOD_AMONG_POISON.items():
         assert clusters <= {r["cluster_id"] for r in table(f"silver.{name}").collect()}, name
@@ -249,6 +289,7 @@ def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, ho
 
 
 # --- file-system-level hostility: owned by the new landing-file listing (orchestration) ---------------------------
+
 
 @pytest.fixture
 def small_zone(tmp_path) -> Path:
@@ -292,8 +333,9 @@ def test_a_symlink_out_of_the_landing_root_is_not_followed(spark, small_zone, tm
     assert all("fs-secret" not in (r["payload"] or "") for r in _bronze_rows(spark, lakehouse))
 
 
-def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(spark, small_zone, make_lakehouse,
-                                                                          monkeypatch):
+def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(
+    spark, small_zone, make_lakehouse, monkeypatch
+):
     import pipelines.bronze_job as bronze_job
 
     victims = []
@@ -313,8 +355,11 @@ def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(spar
     lakehouse = make_lakehouse(small_zone)
     run_pipeline(lakehouse, layers=("bronze", "silver"))
     assert {"fs-good", *(f"fs-victim-{i}" for i in range(5))} <= _silver_clusters(spark, lakehouse)
-    vanished = {r["source_file"].rsplit("/", 1)[1]: r["parse_error"] for r in _bronze_rows(spark, lakehouse)
-                if r["source_file"].rsplit("/", 1)[1] in {v.name for v in victims[5:]}}
+    vanished = {
+        r["source_file"].rsplit("/", 1)[1]: r["parse_error"]
+        for r in _bronze_rows(spark, lakehouse)
+        if r["source_file"].rsplit("/", 1)[1] in {v.name for v in victims[5:]}
+    }
     assert vanished == {v.name: "file disappeared between listing and reading" for v in victims[5:]}
 
 
@@ -339,9 +384,13 @@ def test_a_file_whose_ingestion_fails_costs_that_file_not_the_run(spark, small_z
     assert _silver_clusters(spark, make_lakehouse(small_zone)) == {"fs-good", "fs-other"}
     poison = [r for r in _bronze_rows(spark, make_lakehouse(small_zone)) if r["source_file"].endswith("/poison.jsonl")]
     assert [(r["cluster_id"], r["parse_error"]) for r in poison] == [
-        (None, "could not be ingested: InjectedFailure: injected failure at file:poison (fail_on)")]
-    quarantined = [r for r in _table(spark, make_lakehouse(small_zone), "silver.quarantine")
-                   if r["source_file"].endswith("/poison.jsonl")]
+        (None, "could not be ingested: InjectedFailure: injected failure at file:poison (fail_on)")
+    ]
+    quarantined = [
+        r
+        for r in _table(spark, make_lakehouse(small_zone), "silver.quarantine")
+        if r["source_file"].endswith("/poison.jsonl")
+    ]
     assert [r["failed_rules"] for r in quarantined] == [["record_readable"]]
     # the file is recorded as ingested: the next run (the failure gone or not) does not retry it forever
     lakehouse = make_lakehouse(small_zone)
@@ -355,11 +404,14 @@ def test_a_silver_batch_that_fails_twice_is_quarantined_and_later_runs_go_on(spa
 
     lakehouse = make_lakehouse(small_zone)
     assert _silver_clusters(spark, lakehouse) == set()
-    quarantined = sorted((r["target_table"], r["failed_rules"], r["reason"], json.loads(r["record"])["cluster_id"])
-                         for r in _table(spark, lakehouse, "silver.quarantine"))
+    quarantined = sorted(
+        (r["target_table"], r["failed_rules"], r["reason"], json.loads(r["record"])["cluster_id"])
+        for r in _table(spark, lakehouse, "silver.quarantine")
+    )
     reason = "the batch could not be processed: InjectedFailure: injected failure at silver:bronze.quorum_raw (fail_on)"
-    assert quarantined == [("silver.quorum_snapshots", ["batch_processable"], reason, c)
-                           for c in ("fs-good", "fs-second")]
+    assert quarantined == [
+        ("silver.quorum_snapshots", ["batch_processable"], reason, c) for c in ("fs-good", "fs-second")
+    ]
     # silver moved past the batch: a run without the failure neither replays it nor loses the next file
     (small_zone / "quorum" / "later.jsonl").write_text(_line(_quorum("fs-later")) + "\n")
     run_pipeline(lakehouse, layers=("bronze", "silver"))

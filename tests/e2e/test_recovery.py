@@ -13,8 +13,13 @@ from pipelines import cli
 from pipelines.io import Lakehouse
 from pipelines.tables import GOLD_QUORUM_HEALTH, GOLD_TABLES, SILVER_QUARANTINE, SILVER_QUORUM_SNAPSHOTS
 
-SILVER_AND_GOLD = ("silver.quorum_snapshots", "silver.replica_states", "silver.partition_states",
-                   "silver.node_metrics", *(spec.name for spec in GOLD_TABLES))
+SILVER_AND_GOLD = (
+    "silver.quorum_snapshots",
+    "silver.replica_states",
+    "silver.partition_states",
+    "silver.node_metrics",
+    *(spec.name for spec in GOLD_TABLES),
+)
 
 
 def contents(spark, warehouse: Path, name: str, drop: tuple[str, ...] = ()) -> list[tuple]:
@@ -32,15 +37,19 @@ def test_a_second_run_on_a_busy_warehouse_stops_with_one_line_and_exit_3(tmp_pat
     warehouse = tmp_path / "wh"
     (tmp_path / "landing").mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pipelines.lock import warehouse_lock\n"
-         f"with warehouse_lock({str(warehouse)!r}):\n    print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pipelines.lock import warehouse_lock\n"
+            f"with warehouse_lock({str(warehouse)!r}):\n    print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         started = time.monotonic()
-        code = cli.main(["run", "--landing", str(tmp_path / "landing"), "--warehouse", str(warehouse),
-                         "--wait", "1"])
+        code = cli.main(["run", "--landing", str(tmp_path / "landing"), "--warehouse", str(warehouse), "--wait", "1"])
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 3
         assert len(err) == 1 and err[0].startswith("quorumlake: busy: another run is using the warehouse")
@@ -93,7 +102,8 @@ def test_a_warehouse_built_by_older_table_definitions_is_upgraded(spark, landing
     fields = {f.name: f for f in spark.read.format("delta").load(str(path)).schema.fields}
     assert [f for f in fields] == GOLD_QUORUM_HEALTH.column_names
     assert {n: fields[n].metadata.get("comment") for n, _, _ in GOLD_QUORUM_HEALTH.columns} == {
-        n: c for n, _, c in GOLD_QUORUM_HEALTH.columns}
+        n: c for n, _, c in GOLD_QUORUM_HEALTH.columns
+    }
     # and the upgraded table was filled like any other
     assert spark.read.format("delta").load(str(path)).where(f"`{last}` IS NOT NULL").count() > 0
     assert spark.read.format("delta").load(str(warehouse / "silver" / SILVER_QUORUM_SNAPSHOTS.table)).count() > 0

@@ -66,7 +66,10 @@ def _beeline_run(url: str, sql: list[str], *extra: str) -> subprocess.CompletedP
     try:
         return subprocess.run(
             [str(beeline), "-u", url, "--outputformat=csv2", "--force=true", *extra, "-f", script.name],
-            capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
             env={**os.environ, "SPARK_HOME": str(beeline.parent.parent)},
         )
     finally:
@@ -77,9 +80,10 @@ class Server:
     def __init__(self, warehouse: Path, port: int, *args: str):
         self.port = port
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port), "--warehouse", str(warehouse),
-             *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port), "--warehouse", str(warehouse), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
 
     def wait(self, host: str) -> None:
@@ -122,8 +126,10 @@ def test_default_serve_is_loopback_only_and_read_only(spark, warehouse):
             assert not _reachable(own, port), f"the default server answers on {own}"
         url = f"jdbc:hive2://127.0.0.1:{port}/"
         # reads work
-        ok = _beeline_run(url, ["SELECT count(*) AS n FROM bronze.quorum_raw", "SHOW TABLES IN gold",
-                                "DESCRIBE TABLE gold.quorum_health"])
+        ok = _beeline_run(
+            url,
+            ["SELECT count(*) AS n FROM bronze.quorum_raw", "SHOW TABLES IN gold", "DESCRIBE TABLE gold.quorum_health"],
+        )
         assert f"n\n{before}\n" in ok.stdout.replace("\r", ""), ok.stdout + ok.stderr
         assert "v_fleet_overview" in ok.stdout and "max_follower_lag_time_ms" in ok.stdout
         assert "read-only" not in ok.stderr
@@ -135,8 +141,15 @@ def test_default_serve_is_loopback_only_and_read_only(spark, warehouse):
         # reading arbitrary files through SQL fails, even when the client asks for runSQLOnFiles at connect time
         table_path = warehouse / "bronze" / "quorum_raw"
         for connect in (url, url + "?spark.sql.runSQLOnFiles=true"):
-            files = _beeline_run(connect, ["SELECT * FROM text.`/etc/hostname`", "SELECT * FROM csv.`/etc/passwd`",
-                                           f"SELECT count(*) FROM delta.`{table_path}`", "SHOW TABLES"])
+            files = _beeline_run(
+                connect,
+                [
+                    "SELECT * FROM text.`/etc/hostname`",
+                    "SELECT * FROM csv.`/etc/passwd`",
+                    f"SELECT count(*) FROM delta.`{table_path}`",
+                    "SHOW TABLES",
+                ],
+            )
             output = files.stdout + files.stderr
             for identifier in ("`text`.`/etc/hostname`", "`csv`.`/etc/passwd`", f"`delta`.`{table_path}`"):
                 assert f"{identifier} cannot be found" in output, (identifier, output[-3000:])
@@ -151,14 +164,19 @@ def test_non_loopback_serve_needs_authentication_and_refuses_unauthenticated_cli
     own = _own_address()
     if own is None:
         pytest.skip("this machine has no non-loopback IPv4 address")
-    refused = subprocess.run([sys.executable, "-m", "pipelines.cli", "serve", "--host", own, "--warehouse",
-                              str(warehouse)], capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "serve", "--host", own, "--warehouse", str(warehouse)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert refused.returncode == 2 and "without authentication" in refused.stderr
     # LDAP against a directory that is not there: nobody can log in, so nobody gets data
     closed = _free_port()
     auth = tmp_path / "auth.toml"
-    auth.write_text(f'[auth]\nmode = "LDAP"\nldap_url = "ldap://127.0.0.1:{closed}"\n'
-                    'ldap_base_dn = "ou=people,dc=example,dc=com"\n')
+    auth.write_text(
+        f'[auth]\nmode = "LDAP"\nldap_url = "ldap://127.0.0.1:{closed}"\nldap_base_dn = "ou=people,dc=example,dc=com"\n'
+    )
     port = _free_port()
     server = Server(warehouse, port, "--host", own, "--auth-config", str(auth))
     try:

@@ -20,14 +20,33 @@ DATA = Path(__file__).parents[1] / "data" / "landing"
 V1 = json.loads((DATA / "quorum" / "date=2024-10-27" / "describe-quorum.jsonl").read_text().splitlines()[1])
 EXTRA_QUORUM = [
     # response_shape: no topics and no error
-    {"cluster_id": "x-shape", "collected_at_ms": 1730000000600, "api_version": 1,
-     "response": {"errorCode": 0, "topics": []}},
+    {
+        "cluster_id": "x-shape",
+        "collected_at_ms": 1730000000600,
+        "api_version": 1,
+        "response": {"errorCode": 0, "topics": []},
+    },
     # leader_among_voters (snapshot) and one_leader_per_snapshot (each replica row): the leader is not a voter
-    {**V1, "cluster_id": "x-rule", "response": {**V1["response"], "topics": [{**V1["response"]["topics"][0],
-     "partitions": [{**V1["response"]["topics"][0]["partitions"][0], "leaderId": 4000}]}]}},
+    {
+        **V1,
+        "cluster_id": "x-rule",
+        "response": {
+            **V1["response"],
+            "topics": [
+                {
+                    **V1["response"]["topics"][0],
+                    "partitions": [{**V1["response"]["topics"][0]["partitions"][0], "leaderId": 4000}],
+                }
+            ],
+        },
+    },
     # a top-level error response: kept, with its code and message
-    {"cluster_id": "x-error", "collected_at_ms": 1730000000600, "api_version": 2,
-     "response": {"errorCode": 31, "errorMessage": "Cluster authorization failed.", "topics": [], "nodes": []}},
+    {
+        "cluster_id": "x-error",
+        "collected_at_ms": 1730000000600,
+        "api_version": 2,
+        "response": {"errorCode": 31, "errorMessage": "Cluster authorization failed.", "topics": [], "nodes": []},
+    },
 ]
 BROKEN_REPLICATION = (
     "NodeId\tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus\t\n"
@@ -40,11 +59,27 @@ SCRAPE_WITH_A_BAD_LINE = (
     "kafka_server_raftmetrics_current_leader NaN\n"
 )
 EXTRA_PARTITIONS = [
-    {"cluster_id": "x-part", "collected_at_ms": 1730000000000, "topic": "t", "partition": 0, "leader": 1,
-     "replicas": [1, 2, 3], "isr": [1, 2], "min_isr": 2},
+    {
+        "cluster_id": "x-part",
+        "collected_at_ms": 1730000000000,
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "replicas": [1, 2, 3],
+        "isr": [1, 2],
+        "min_isr": 2,
+    },
     # isr_subset_of_replicas
-    {"cluster_id": "x-part", "collected_at_ms": 1730000000000, "topic": "t", "partition": 1, "leader": 1,
-     "replicas": [1, 2, 3], "isr": [1, 4], "min_isr": 2},
+    {
+        "cluster_id": "x-part",
+        "collected_at_ms": 1730000000000,
+        "topic": "t",
+        "partition": 1,
+        "leader": 1,
+        "replicas": [1, 2, 3],
+        "isr": [1, 4],
+        "min_isr": 2,
+    },
 ]
 BROKEN_TOPICS = "Topic: t\tPartitionCount: 1\n\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1,x\tIsr: 1\n"
 
@@ -121,38 +156,59 @@ def test_every_bronze_record_is_in_silver_or_quarantined_and_reruns_change_nothi
     keys = {(r["cluster_id"], r["collected_at"]) for r in silver("quorum_snapshots").collect()}
     left = {rid: r for rid, (_, r) in bronze.items() if rid not in in_silver and rid not in quarantined}
     assert [(r["cluster_id"], str(r["collected_at"]), r["format"]) for r in left.values()] == [
-        ("kraft-v0", "2024-10-27 03:33:20.600000", "describe_quorum_json")]
+        ("kraft-v0", "2024-10-27 03:33:20.600000", "describe_quorum_json")
+    ]
     assert all((r["cluster_id"], r["collected_at"]) in keys for r in left.values())
 
     # Every record bronze could not read is quarantined once, with its parse error as the reason.
     unreadable = {rid: r for rid, (_, r) in bronze.items() if r["parse_error"] is not None}
     assert len(unreadable) == 14 + 4 + 4
-    assert {rid: [(q["failed_rules"], q["reason"], q["source_file"]) for q in quarantined[rid]]
-            for rid in unreadable} == {
-        rid: [(["record_readable"], r["parse_error"], r["source_file"])] for rid, r in unreadable.items()}
+    assert {
+        rid: [(q["failed_rules"], q["reason"], q["source_file"]) for q in quarantined[rid]] for rid in unreadable
+    } == {rid: [(["record_readable"], r["parse_error"], r["source_file"])] for rid, r in unreadable.items()}
 
     # What silver itself rejected, by the cluster of the bronze record.
     def cluster_of(q):
         return bronze[q["record_id"].split("+")[0]][1]["cluster_id"]
 
-    rejected = sorted((q["target_table"], q["failed_rules"], cluster_of(q)) for q in quarantine
-                      if q["failed_rules"] != ["record_readable"])
-    assert rejected == [
-        ("silver.node_metrics", ["sample_line_parses"], "x-prom"),
-        ("silver.partition_states", ["isr_subset_of_replicas"], "x-part"),
-        ("silver.partition_states", ["topics_capture_parses"], "x-topics"),
-        ("silver.quorum_snapshots", ["cli_capture_parses"], "x-cli"),
-        ("silver.quorum_snapshots", ["leader_among_voters"], "x-rule"),
-        ("silver.quorum_snapshots", ["response_shape"], "x-shape"),
-    ] + [("silver.replica_states", ["one_leader_per_snapshot"], "x-rule")] * 4
+    rejected = sorted(
+        (q["target_table"], q["failed_rules"], cluster_of(q))
+        for q in quarantine
+        if q["failed_rules"] != ["record_readable"]
+    )
+    assert (
+        rejected
+        == [
+            ("silver.node_metrics", ["sample_line_parses"], "x-prom"),
+            ("silver.partition_states", ["isr_subset_of_replicas"], "x-part"),
+            ("silver.partition_states", ["topics_capture_parses"], "x-topics"),
+            ("silver.quorum_snapshots", ["cli_capture_parses"], "x-cli"),
+            ("silver.quorum_snapshots", ["leader_among_voters"], "x-rule"),
+            ("silver.quorum_snapshots", ["response_shape"], "x-shape"),
+        ]
+        + [("silver.replica_states", ["one_leader_per_snapshot"], "x-rule")] * 4
+    )
 
     # Hand-checked values.
     rows = silver("replica_states").where("cluster_id = 'kraft-v1' AND replica_id = 3001").collect()
-    assert [(r["is_voter"], r["position"], r["role"], r["log_end_offset"], r["offset_lag"], r["caught_up_lag_ms"],
-             r["fetch_age_ms"]) for r in rows] == [(True, 1, "follower", 18530, 12, 2400, 300)]
+    assert [
+        (
+            r["is_voter"],
+            r["position"],
+            r["role"],
+            r["log_end_offset"],
+            r["offset_lag"],
+            r["caught_up_lag_ms"],
+            r["fetch_age_ms"],
+        )
+        for r in rows
+    ] == [(True, 1, "follower", 18530, 12, 2400, 300)]
     snapshots = {r["cluster_id"]: r for r in silver("quorum_snapshots").collect()}
-    assert {c: (r["source"], r["leader_id"], r["leader_epoch"], r["high_watermark"], r["error_code"],
-                len(r["record_ids"])) for c, r in snapshots.items() if c.startswith(("kraft-cli", "x-"))} == {
+    assert {
+        c: (r["source"], r["leader_id"], r["leader_epoch"], r["high_watermark"], r["error_code"], len(r["record_ids"]))
+        for c, r in snapshots.items()
+        if c.startswith(("kraft-cli", "x-"))
+    } == {
         "kraft-cli38": ("cli", 3002, 7, 18542, 0, 2),
         "kraft-cli39": ("cli", 3002, 7, 18542, 0, 2),
         "x-error": ("admin", None, None, None, 31, 1),
@@ -161,13 +217,17 @@ def test_every_bronze_record_is_in_silver_or_quarantined_and_reruns_change_nothi
     assert snapshots["kraft-cli39"]["ref_at"] == datetime(2024, 10, 27, 3, 33, 20, 500000)
     partitions = silver("partition_states").where("cluster_id IN ('kraft-v2', 'x-part')").collect()
     assert sorted((r["cluster_id"], r["topic"], r["partition"], r["status"]) for r in partitions) == [
-        ("kraft-v2", "orders", 0, "healthy"), ("kraft-v2", "orders", 1, "at_min_isr"),
-        ("kraft-v2", "orders", 2, "offline"), ("kraft-v2", "payments", 0, "at_min_isr"),
+        ("kraft-v2", "orders", 0, "healthy"),
+        ("kraft-v2", "orders", 1, "at_min_isr"),
+        ("kraft-v2", "orders", 2, "offline"),
+        ("kraft-v2", "payments", 0, "at_min_isr"),
         ("x-part", "t", 0, "at_min_isr"),
     ]
     metrics = silver("node_metrics").where("cluster_id = 'x-prom'").orderBy("metric").collect()
     assert [(r["metric"], r["node_id"], str(r["value"]), r["node_role"]) for r in metrics] == [
-        ("raft_current_epoch", 7, "7.0", None), ("raft_current_leader", 7, "nan", None)]
+        ("raft_current_epoch", 7, "7.0", None),
+        ("raft_current_leader", 7, "nan", None),
+    ]
     assert silver("node_metrics").where(
         "cluster_id = 'kraft-v2' AND node_id = 3002 AND metric = 'controller_last_committed_record_offset'"
     ).select("value", "node_role").collect() == [(18542.0, "combined")]
@@ -188,19 +248,34 @@ def test_a_late_status_capture_completes_an_earlier_replication_capture(spark, l
     warehouse = tmp_path / "wh"
 
     def snapshot():
-        return [(r["leader_id"], r["leader_epoch"], r["high_watermark"], r["kafka_cluster_id"], len(r["record_ids"]))
-                for r in table(spark, warehouse, "silver", "quorum_snapshots").collect()]
+        return [
+            (r["leader_id"], r["leader_epoch"], r["high_watermark"], r["kafka_cluster_id"], len(r["record_ids"]))
+            for r in table(spark, warehouse, "silver", "quorum_snapshots").collect()
+        ]
 
     def replicas():
-        return sorted((r["replica_id"], r["is_voter"], r["position"], r["role"], r["offset_lag"], r["caught_up_lag_ms"],
-                       r["fetch_age_ms"])
-                      for r in table(spark, warehouse, "silver", "replica_states").collect())
+        return sorted(
+            (
+                r["replica_id"],
+                r["is_voter"],
+                r["position"],
+                r["role"],
+                r["offset_lag"],
+                r["caught_up_lag_ms"],
+                r["fetch_age_ms"],
+            )
+            for r in table(spark, warehouse, "silver", "replica_states").collect()
+        )
 
     run(zone, warehouse, capsys)
     assert snapshot() == [(3002, None, None, None, 1)]
     # Without --status the response order is unknown: the leader, printed first, takes position 0.
-    assert replicas() == [(0, False, 0, "observer", 0, 50, 50), (3000, True, 1, "follower", 0, 20, 20),
-                          (3001, True, 2, "follower", 12, 2400, 300), (3002, True, 0, "leader", 0, 0, 0)]
+    assert replicas() == [
+        (0, False, 0, "observer", 0, 50, 50),
+        (3000, True, 1, "follower", 0, 20, 20),
+        (3001, True, 2, "follower", 12, 2400, 300),
+        (3002, True, 0, "leader", 0, 0, 0),
+    ]
 
     later = zone / "quorum" / "cluster=late" / "2024-10-28"
     later.mkdir()
@@ -208,7 +283,11 @@ def test_a_late_status_capture_completes_an_earlier_replication_capture(spark, l
     run(zone, warehouse, capsys)
     assert snapshot() == [(3002, 7, 18542, "MkU3OEVBNTcwNTJENDM2Qk", 2)]
     # --status gives the response order: the leader is last.
-    assert replicas() == [(0, False, 0, "observer", 0, 50, 50), (3000, True, 0, "follower", 0, 20, 20),
-                          (3001, True, 1, "follower", 12, 2400, 300), (3002, True, 2, "leader", 0, 0, 0)]
+    assert replicas() == [
+        (0, False, 0, "observer", 0, 50, 50),
+        (3000, True, 0, "follower", 0, 20, 20),
+        (3001, True, 1, "follower", 12, 2400, 300),
+        (3002, True, 2, "leader", 0, 0, 0),
+    ]
     assert table(spark, warehouse, "silver", "quarantine").collect() == []
     assert [r["cluster_id"] for r in table(spark, warehouse, "silver", "quorum_snapshots").collect()] == ["late"]

@@ -14,8 +14,11 @@ ROOT = Path(__file__).parents[2]
 
 def test_wheel_installs_in_a_clean_venv_and_runs_the_pipeline(tmp_path):
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(dist), str(ROOT)],
-                   check=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(dist), str(ROOT)],
+        check=True,
+        timeout=600,
+    )
     wheel = next(dist.glob("quorumlake-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "expectations/silver_replica_states.json" in names and "pipelines/ivysettings.xml" in names
@@ -29,12 +32,28 @@ def test_wheel_installs_in_a_clean_venv_and_runs_the_pipeline(tmp_path):
     landing = ROOT / "tests" / "data" / "landing"
     warehouse = tmp_path / "warehouse"
     for layer in ("bronze", "silver", "gold"):
-        result = subprocess.run([str(env_dir / "bin" / f"quorumlake-{layer}"), "--landing", str(landing),
-                                 "--warehouse", str(warehouse)], capture_output=True, text=True, timeout=1200,
-                                cwd=tmp_path)
+        result = subprocess.run(
+            [str(env_dir / "bin" / f"quorumlake-{layer}"), "--landing", str(landing), "--warehouse", str(warehouse)],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            cwd=tmp_path,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
-    result = subprocess.run([str(env_dir / "bin" / "quorumlake"), "sql", "--format", "csv", "--warehouse",
-                             str(warehouse), "SELECT cluster_id, max_follower_lag, max_follower_lag_time_ms FROM "
-                             "gold.quorum_status WHERE cluster_id = 'kraft-v2' AND error_code = 0"],
-                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    result = subprocess.run(
+        [
+            str(env_dir / "bin" / "quorumlake"),
+            "sql",
+            "--format",
+            "csv",
+            "--warehouse",
+            str(warehouse),
+            "SELECT cluster_id, max_follower_lag, max_follower_lag_time_ms FROM "
+            "gold.quorum_status WHERE cluster_id = 'kraft-v2' AND error_code = 0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert result.stdout.splitlines() == ["cluster_id,max_follower_lag,max_follower_lag_time_ms", "kraft-v2,12,2400"]

@@ -112,17 +112,33 @@ def fetch(version: str = KAFKA_VERSION, log: Callable[[str], None] = print) -> A
     if not done.exists():
         if shutil.which("mvn") is None:
             raise RuntimeError("the live Kafka tests need Maven (mvn) on PATH to fetch Kafka from Maven Central")
-        log(f"fetching Apache Kafka {version} and the JMX exporter {JMX_EXPORTER_VERSION} from Maven Central "
-            f"into {root}")
+        log(
+            f"fetching Apache Kafka {version} and the JMX exporter {JMX_EXPORTER_VERSION} from Maven Central "
+            f"into {root}"
+        )
         root.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(lib, ignore_errors=True)
         shutil.rmtree(agent_dir, ignore_errors=True)
         (root / "pom.xml").write_text(_pom(version), encoding="utf-8")
-        _run(["mvn", "-B", "-q", "dependency:copy-dependencies", f"-DoutputDirectory={lib}", "-DincludeScope=runtime"],
-             root, 900, "mvn dependency:copy-dependencies")
-        _run(["mvn", "-B", "-q", "dependency:copy",
-              f"-Dartifact=io.prometheus.jmx:jmx_prometheus_javaagent:{JMX_EXPORTER_VERSION}",
-              f"-DoutputDirectory={agent_dir}"], root, 300, "mvn dependency:copy (JMX exporter agent)")
+        _run(
+            ["mvn", "-B", "-q", "dependency:copy-dependencies", f"-DoutputDirectory={lib}", "-DincludeScope=runtime"],
+            root,
+            900,
+            "mvn dependency:copy-dependencies",
+        )
+        _run(
+            [
+                "mvn",
+                "-B",
+                "-q",
+                "dependency:copy",
+                f"-Dartifact=io.prometheus.jmx:jmx_prometheus_javaagent:{JMX_EXPORTER_VERSION}",
+                f"-DoutputDirectory={agent_dir}",
+            ],
+            root,
+            300,
+            "mvn dependency:copy (JMX exporter agent)",
+        )
         done.write_text("ok\n", encoding="utf-8")
     agents = sorted(agent_dir.glob("jmx_prometheus_javaagent-*.jar"))
     if not agents or not any(lib.glob("kafka_2.13-*.jar")):
@@ -233,8 +249,7 @@ SASL_USER, SASL_PASSWORD = "quorumlake", "quorumlake-secret"
 TLS_PASSWORD = "quorumlake-keystore"
 COMMON = {
     "controller.listener.names": "CONTROLLER",
-    "listener.security.protocol.map":
-        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
+    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
     "num.partitions": "3",
     "default.replication.factor": "3",
     "min.insync.replicas": "2",
@@ -266,9 +281,8 @@ BROKER_ONLY = {
     "leader.imbalance.check.interval.seconds": "5",
     # a second listener with SASL/PLAIN, for the collector's --command-config
     "sasl.enabled.mechanisms": "PLAIN",
-    "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-        "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f'username="{SASL_USER}" password="{SASL_PASSWORD}" user_{SASL_USER}="{SASL_PASSWORD}";',
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    f'username="{SASL_USER}" password="{SASL_PASSWORD}" user_{SASL_USER}="{SASL_PASSWORD}";',
 }
 
 
@@ -326,10 +340,16 @@ class KafkaCluster:
         ports = free_ports(18)
         for i, node_id in enumerate(CONTROLLER_IDS + BROKER_IDS):
             role = "controller" if node_id in CONTROLLER_IDS else "broker"
-            self.nodes[node_id] = Node(node_id, role, ports[i], ports[6 + i], self.workdir / f"node-{node_id}",
-                                       "strimzi" if node_id % 2 == 0 else "default",
-                                       ports[9 + i] if role == "broker" else 0,
-                                       ports[12 + i] if role == "broker" else 0)
+            self.nodes[node_id] = Node(
+                node_id,
+                role,
+                ports[i],
+                ports[6 + i],
+                self.workdir / f"node-{node_id}",
+                "strimzi" if node_id % 2 == 0 else "default",
+                ports[9 + i] if role == "broker" else 0,
+                ports[12 + i] if role == "broker" else 0,
+            )
         (self.workdir / "log4j2-server.properties").write_text(LOG4J_SERVER, encoding="utf-8")
         (self.workdir / "log4j2-tools.properties").write_text(LOG4J_TOOLS, encoding="utf-8")
         (self.workdir / "exporter-default.yaml").write_text(EXPORTER_DEFAULT, encoding="utf-8")
@@ -361,9 +381,12 @@ class KafkaCluster:
 
     def sasl_client_config(self, path: Path, password: str = SASL_PASSWORD) -> Path:
         """A client properties file for the brokers' SASL_PLAINTEXT listener (as for Kafka's own tools)."""
-        path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
-                        "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                        f'username="{SASL_USER}" password="{password}";\n', encoding="utf-8")
+        path.write_text(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{SASL_USER}" password="{password}";\n',
+            encoding="utf-8",
+        )
         return path
 
     def tls_bootstrap_servers(self, running_only: bool = True) -> str:
@@ -377,18 +400,61 @@ class KafkaCluster:
         """A self-signed certificate for 127.0.0.1 (keytool, from the JDK) and its PEM for clients."""
         if self.keystore.exists():
             return
-        _run(["keytool", "-genkeypair", "-keystore", str(self.keystore), "-storetype", "PKCS12", "-alias", "kafka",
-              "-keyalg", "RSA", "-keysize", "2048", "-dname", "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1",
-              "-storepass", TLS_PASSWORD, "-keypass", TLS_PASSWORD, "-validity", "2"], self.workdir, 60,
-             "keytool -genkeypair")
-        _run(["keytool", "-exportcert", "-rfc", "-alias", "kafka", "-keystore", str(self.keystore), "-storepass",
-              TLS_PASSWORD, "-file", str(self.workdir / "broker-certificate.pem")], self.workdir, 60,
-             "keytool -exportcert")
+        _run(
+            [
+                "keytool",
+                "-genkeypair",
+                "-keystore",
+                str(self.keystore),
+                "-storetype",
+                "PKCS12",
+                "-alias",
+                "kafka",
+                "-keyalg",
+                "RSA",
+                "-keysize",
+                "2048",
+                "-dname",
+                "CN=127.0.0.1",
+                "-ext",
+                "SAN=ip:127.0.0.1",
+                "-storepass",
+                TLS_PASSWORD,
+                "-keypass",
+                TLS_PASSWORD,
+                "-validity",
+                "2",
+            ],
+            self.workdir,
+            60,
+            "keytool -genkeypair",
+        )
+        _run(
+            [
+                "keytool",
+                "-exportcert",
+                "-rfc",
+                "-alias",
+                "kafka",
+                "-keystore",
+                str(self.keystore),
+                "-storepass",
+                TLS_PASSWORD,
+                "-file",
+                str(self.workdir / "broker-certificate.pem"),
+            ],
+            self.workdir,
+            60,
+            "keytool -exportcert",
+        )
 
     def tls_client_config(self, path: Path) -> Path:
         """A client properties file for the brokers' SSL listener: trust the brokers' certificate (PEM)."""
-        path.write_text("security.protocol=SSL\nssl.truststore.type=PEM\n"
-                        f"ssl.truststore.location={self.workdir / 'broker-certificate.pem'}\n", encoding="utf-8")
+        path.write_text(
+            "security.protocol=SSL\nssl.truststore.type=PEM\n"
+            f"ssl.truststore.location={self.workdir / 'broker-certificate.pem'}\n",
+            encoding="utf-8",
+        )
         return path
 
     def bootstrap_controllers(self, running_only: bool = True) -> str:
@@ -404,14 +470,17 @@ class KafkaCluster:
         if node.role == "controller":
             props["listeners"] = f"CONTROLLER://{node.address}"
         else:
-            props["listeners"] = (f"PLAINTEXT://{node.address},SASL_PLAINTEXT://{node.sasl_address},"
-                                  f"SSL://{node.tls_address}")
-            props.update({
-                "listener.name.ssl.ssl.keystore.type": "PKCS12",
-                "listener.name.ssl.ssl.keystore.location": str(self.keystore),
-                "listener.name.ssl.ssl.keystore.password": TLS_PASSWORD,
-                "listener.name.ssl.ssl.key.password": TLS_PASSWORD,
-            })
+            props["listeners"] = (
+                f"PLAINTEXT://{node.address},SASL_PLAINTEXT://{node.sasl_address},SSL://{node.tls_address}"
+            )
+            props.update(
+                {
+                    "listener.name.ssl.ssl.keystore.type": "PKCS12",
+                    "listener.name.ssl.ssl.keystore.location": str(self.keystore),
+                    "listener.name.ssl.ssl.keystore.password": TLS_PASSWORD,
+                    "listener.name.ssl.ssl.key.password": TLS_PASSWORD,
+                }
+            )
         props["log.dirs"] = str(node.home / "data")
         path = node.home / "server.properties"
         node.home.mkdir(parents=True, exist_ok=True)
@@ -424,11 +493,22 @@ class KafkaCluster:
         self._make_keystore()
         for node in self.nodes.values():
             config = self._write_config(node)
-            code = self.tool(node.home / "format.out", STORAGE, "format", "-t", self.cluster_id, "-c", str(config),
-                             timeout_s=60, command_config=False)
+            code = self.tool(
+                node.home / "format.out",
+                STORAGE,
+                "format",
+                "-t",
+                self.cluster_id,
+                "-c",
+                str(config),
+                timeout_s=60,
+                command_config=False,
+            )
             if code != 0:
-                raise RuntimeError(f"formatting node {node.node_id} failed (exit {code}): "
-                                   f"{(node.home / 'format.out').read_text(errors='replace')[-500:]}")
+                raise RuntimeError(
+                    f"formatting node {node.node_id} failed (exit {code}): "
+                    f"{(node.home / 'format.out').read_text(errors='replace')[-500:]}"
+                )
         for node in self.controllers():
             self.start_node(node.node_id, wait=False)
         for node in self.controllers():
@@ -437,9 +517,11 @@ class KafkaCluster:
             self.start_node(node.node_id, wait=False)
         for node in self.brokers():
             self.wait_started(node.node_id, deadline=started + timeout_s)
-        self.log(f"Kafka {self.artifacts.version} KRaft cluster {self.cluster_id} up in "
-                 f"{time.monotonic() - started:.0f}s: controllers {self.bootstrap_controllers()}, "
-                 f"brokers {self.bootstrap_servers()}")
+        self.log(
+            f"Kafka {self.artifacts.version} KRaft cluster {self.cluster_id} up in "
+            f"{time.monotonic() - started:.0f}s: controllers {self.bootstrap_controllers()}, "
+            f"brokers {self.bootstrap_servers()}"
+        )
 
     def start_node(self, node_id: int, wait: bool = True, timeout_s: float = 90) -> None:
         node = self.nodes[node_id]
@@ -449,13 +531,22 @@ class KafkaCluster:
         logs.mkdir(parents=True, exist_ok=True)
         node.log_offset = node.server_log.stat().st_size if node.server_log.exists() else 0
         exporter = self.workdir / f"exporter-{node.exporter_style}.yaml"
-        cmd = ["java", HEAP[node.role], *NODE_JVM, f"-Dkafka.logs.dir={logs}",
-               f"-Dlog4j2.configurationFile={self.workdir / 'log4j2-server.properties'}",
-               f"-javaagent:{self.artifacts.agent}=127.0.0.1:{node.metrics_port}:{exporter}",
-               "-cp", f"{self.artifacts.lib}/*", "kafka.Kafka", str(node.home / "server.properties")]
+        cmd = [
+            "java",
+            HEAP[node.role],
+            *NODE_JVM,
+            f"-Dkafka.logs.dir={logs}",
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2-server.properties'}",
+            f"-javaagent:{self.artifacts.agent}=127.0.0.1:{node.metrics_port}:{exporter}",
+            "-cp",
+            f"{self.artifacts.lib}/*",
+            "kafka.Kafka",
+            str(node.home / "server.properties"),
+        ]
         with open(logs / "stdout.log", "ab") as out:
-            node.process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            start_new_session=True)
+            node.process = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         if wait:
             self.wait_started(node_id, deadline=time.monotonic() + timeout_s)
 
@@ -463,8 +554,10 @@ class KafkaCluster:
         node = self.nodes[node_id]
         while time.monotonic() < deadline:
             if not node.running:
-                raise RuntimeError(f"node {node_id} exited with {node.process.returncode if node.process else None}; "
-                                   f"see {node.server_log}")
+                raise RuntimeError(
+                    f"node {node_id} exited with {node.process.returncode if node.process else None}; "
+                    f"see {node.server_log}"
+                )
             if node.server_log.exists():
                 with open(node.server_log, "rb") as f:
                     f.seek(node.log_offset)
@@ -500,16 +593,22 @@ class KafkaCluster:
 
     def _tool_runner(self) -> subprocess.Popen:
         if self._runner is None or self._runner.poll() is not None:
-            cmd = ["java", *TOOL_JVM, f"-Dlog4j2.configurationFile={self.workdir / 'log4j2-tools.properties'}",
-                   "-cp", self.artifacts.classpath, "ToolRunner"]
+            cmd = [
+                "java",
+                *TOOL_JVM,
+                f"-Dlog4j2.configurationFile={self.workdir / 'log4j2-tools.properties'}",
+                "-cp",
+                self.artifacts.classpath,
+                "ToolRunner",
+            ]
             errors = open(self.workdir / "tools.stderr.log", "ab")  # noqa: SIM115 - the child keeps it
-            self._runner = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
-                                            start_new_session=True)
+            self._runner = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, start_new_session=True
+            )
             errors.close()
         return self._runner
 
-    def tool(self, out: Path, main_class: str, *args: str, timeout_s: float = 60,
-             command_config: bool = True) -> int:
+    def tool(self, out: Path, main_class: str, *args: str, timeout_s: float = 60, command_config: bool = True) -> int:
         """Run a Kafka tool's main class with `args`; its stdout goes to `out`. Returns the tool's exit code.
 
         `command_config` adds `--command-config` with short admin timeouts (for the admin tools)."""

@@ -52,6 +52,7 @@ def log(message: str) -> None:
 
 # --- reading the tools' output (only to wait for states; the assertions compare with the pipeline) -------------
 
+
 def partition_lines(text: str) -> dict[tuple[str, int], dict]:
     out = {}
     for line in text.splitlines():
@@ -108,8 +109,9 @@ class Scenario:
         return self.cluster.tool_text(TOPICS, "--bootstrap-server", self.bootstrap(), "--describe")[1]
 
     def status(self) -> dict[str, str]:
-        code, text = self.cluster.tool_text(METADATA_QUORUM, "--bootstrap-server", self.bootstrap(), "describe",
-                                            "--status")
+        code, text = self.cluster.tool_text(
+            METADATA_QUORUM, "--bootstrap-server", self.bootstrap(), "describe", "--status"
+        )
         return status_values(text) if code == 0 else {}
 
     def wait_for(self, what: str, predicate, timeout_s: float = 90) -> None:
@@ -122,6 +124,7 @@ class Scenario:
 
     def wait_isr(self, down: set[int]) -> None:
         """Until every partition's ISR is exactly its replicas on running brokers (as far as any can be)."""
+
         def settled() -> bool:
             parts = partition_lines(self.describe_topics())
             if len(parts) != sum(n for _, n, _, _ in TOPIC_SPECS):
@@ -152,17 +155,32 @@ class Scenario:
         folder = self.landing / "quorum" / f"cluster={self.cid}"
         bootstrap = self.bootstrap()
         at = now_ms()
-        status = self.run_tool(folder / f"{at}.status.txt", METADATA_QUORUM, "--bootstrap-server", bootstrap,
-                               "describe", "--status")
+        status = self.run_tool(
+            folder / f"{at}.status.txt", METADATA_QUORUM, "--bootstrap-server", bootstrap, "describe", "--status"
+        )
         started = now_ms()
         human = len(self.phases) % 2 == 0  # every other phase with --human-readable
-        self.run_tool(folder / f"{at}.replication.txt", METADATA_QUORUM, "--bootstrap-server", bootstrap,
-                      "describe", "--replication", *(["--human-readable"] if human else []))
-        self.phase.pairs.append({"at": at, "gap_ms": now_ms() - at, "status": status_values(status),
-                                 "replication_started_ms": started})
+        self.run_tool(
+            folder / f"{at}.replication.txt",
+            METADATA_QUORUM,
+            "--bootstrap-server",
+            bootstrap,
+            "describe",
+            "--replication",
+            *(["--human-readable"] if human else []),
+        )
+        self.phase.pairs.append(
+            {"at": at, "gap_ms": now_ms() - at, "status": status_values(status), "replication_started_ms": started}
+        )
         alone = max(now_ms(), at + 1)
-        status = self.run_tool(folder / f"{alone}.status.txt", METADATA_QUORUM, "--bootstrap-controller",
-                               self.cluster.bootstrap_controllers(), "describe", "--status")
+        status = self.run_tool(
+            folder / f"{alone}.status.txt",
+            METADATA_QUORUM,
+            "--bootstrap-controller",
+            self.cluster.bootstrap_controllers(),
+            "describe",
+            "--status",
+        )
         self.phase.status_only.append({"at": alone, "status": status_values(status)})
 
     def capture_partitions(self) -> None:
@@ -173,29 +191,57 @@ class Scenario:
             before = self.run_tool(folder / "describe.txt", TOPICS, "--bootstrap-server", bootstrap, "--describe")
             listings = {}
             for flag in ("at-min-isr", "under-min-isr", "unavailable", "under-replicated"):
-                text = self.run_tool(folder / f"{flag}.txt", TOPICS, "--bootstrap-server", bootstrap, "--describe",
-                                     f"--{flag}-partitions")
+                text = self.run_tool(
+                    folder / f"{flag}.txt",
+                    TOPICS,
+                    "--bootstrap-server",
+                    bootstrap,
+                    "--describe",
+                    f"--{flag}-partitions",
+                )
                 listings[flag] = len(partition_lines(text))
             after = self.describe_topics()
             if partition_lines(before) == partition_lines(after):  # nothing moved while the listings were taken
                 target = self.landing / "partitions" / f"cluster={self.cid}" / f"{at}.topics.txt"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(folder / "describe.txt", target)
-                self.phase.topics.append({"at": at, "partitions": len(partition_lines(before)), **listings,
-                                          "lines": partition_lines(before)})
+                self.phase.topics.append(
+                    {"at": at, "partitions": len(partition_lines(before)), **listings, "lines": partition_lines(before)}
+                )
                 return
             time.sleep(0.5)
         raise AssertionError("the partition states kept changing while the listings were captured")
 
     def collect(self, count: int = 2, controller: bool = False) -> None:
-        urls = [arg for n in self.cluster.nodes.values() if n.running
-                for arg in ("--metrics-url", f"{n.node_id}={n.metrics_url}")]
-        target = (["--bootstrap-controller", self.cluster.bootstrap_controllers(running_only=False)] if controller
-                  else ["--bootstrap-server", self.cluster.bootstrap_servers(running_only=False)])
+        urls = [
+            arg
+            for n in self.cluster.nodes.values()
+            if n.running
+            for arg in ("--metrics-url", f"{n.node_id}={n.metrics_url}")
+        ]
+        target = (
+            ["--bootstrap-controller", self.cluster.bootstrap_controllers(running_only=False)]
+            if controller
+            else ["--bootstrap-server", self.cluster.bootstrap_servers(running_only=False)]
+        )
         result = subprocess.run(
-            [str(BIN / "quorumlake"), "collect", *target, *urls, "--landing", str(self.landing), "--count",
-             str(count), "--interval-s", "1", "--timeout-s", "5"],
-            capture_output=True, text=True, timeout=120,
+            [
+                str(BIN / "quorumlake"),
+                "collect",
+                *target,
+                *urls,
+                "--landing",
+                str(self.landing),
+                "--count",
+                str(count),
+                "--interval-s",
+                "1",
+                "--timeout-s",
+                "5",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert result.returncode == 0, result.stderr
         lines = [line for line in result.stderr.splitlines() if "poll " in line]
@@ -219,10 +265,26 @@ class Scenario:
         bad = self.cluster.sasl_client_config(root / "sasl-wrong.properties", password="wrong")
         for config, extra, polls in [(good, [], 1), (bad, ["--cluster-id", DENIED], 2)]:
             result = subprocess.run(
-                [str(BIN / "quorumlake"), "collect", "--bootstrap-server", self.cluster.sasl_bootstrap_servers(),
-                 "--command-config", str(config), *extra, "--landing", str(self.landing), "--count", str(polls),
-                 "--interval-s", "0.5", "--timeout-s", "5"],
-                capture_output=True, text=True, timeout=120,
+                [
+                    str(BIN / "quorumlake"),
+                    "collect",
+                    "--bootstrap-server",
+                    self.cluster.sasl_bootstrap_servers(),
+                    "--command-config",
+                    str(config),
+                    *extra,
+                    "--landing",
+                    str(self.landing),
+                    "--count",
+                    str(polls),
+                    "--interval-s",
+                    "0.5",
+                    "--timeout-s",
+                    "5",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
             )
             assert result.returncode == 0, result.stderr
             if config == good:
@@ -240,10 +302,24 @@ class Scenario:
         untrusted.write_text("security.protocol=SSL\n", encoding="utf-8")
         for config, extra in [(good, []), (untrusted, ["--cluster-id", UNTRUSTED])]:
             result = subprocess.run(
-                [str(BIN / "quorumlake"), "collect", "--bootstrap-server", self.cluster.tls_bootstrap_servers(),
-                 "--command-config", str(config), *extra, "--landing", str(self.landing), "--count", "1",
-                 "--timeout-s", "5"],
-                capture_output=True, text=True, timeout=120,
+                [
+                    str(BIN / "quorumlake"),
+                    "collect",
+                    "--bootstrap-server",
+                    self.cluster.tls_bootstrap_servers(),
+                    "--command-config",
+                    str(config),
+                    *extra,
+                    "--landing",
+                    str(self.landing),
+                    "--count",
+                    "1",
+                    "--timeout-s",
+                    "5",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
             )
             assert result.returncode == 0, result.stderr
             if config == good:
@@ -259,10 +335,27 @@ class Scenario:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         result = subprocess.run(
-            [str(BIN / "quorumlake"), "collect", "--bootstrap-server", f"127.0.0.1:{port}", "--metrics-url",
-             f"9=http://127.0.0.1:{port}/metrics", "--cluster-id", UNREACHABLE, "--landing", str(self.landing),
-             "--count", "2", "--interval-s", "0.2", "--timeout-s", "2"],
-            capture_output=True, text=True, timeout=60,
+            [
+                str(BIN / "quorumlake"),
+                "collect",
+                "--bootstrap-server",
+                f"127.0.0.1:{port}",
+                "--metrics-url",
+                f"9=http://127.0.0.1:{port}/metrics",
+                "--cluster-id",
+                UNREACHABLE,
+                "--landing",
+                str(self.landing),
+                "--count",
+                "2",
+                "--interval-s",
+                "0.2",
+                "--timeout-s",
+                "2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert result.returncode == 0, result.stderr
         assert result.stderr.count("quorum failed") == 2, result.stderr
@@ -270,23 +363,33 @@ class Scenario:
 
 # --- the pipeline, through its command line only --------------------------------------------------------------
 
+
 def quorumlake(*args: str, timeout_s: float = 1800) -> str:
     result = subprocess.run([str(BIN / "quorumlake"), *args], capture_output=True, text=True, timeout=timeout_s)
     assert result.returncode == 0, f"quorumlake {args[0]} failed:\n{result.stderr[-3000:]}"
     return result.stdout
 
 
-TABLES = ["gold.quorum_status", "gold.isr_health", "gold.at_min_isr_episodes", "gold.metadata_offset_divergence",
-          "gold.replica_lag_sli", "silver.quarantine", "silver.quorum_snapshots"]
+TABLES = [
+    "gold.quorum_status",
+    "gold.isr_health",
+    "gold.at_min_isr_episodes",
+    "gold.metadata_offset_divergence",
+    "gold.replica_lag_sli",
+    "silver.quarantine",
+    "silver.quorum_snapshots",
+]
 
 
 def read_lakehouse(warehouse: Path) -> dict[str, list[dict]]:
     """Every table the test checks, with one `quorumlake sql` (one Spark start)."""
     # to_json leaves NULL fields out unless told otherwise
     query = " UNION ALL ".join(
-        f"SELECT '{t}' AS t, to_json(struct(*), map('ignoreNullFields', 'false')) AS j FROM {t}" for t in TABLES)
-    out = quorumlake("sql", query, "--warehouse", str(warehouse), "--format", "json", "--limit", "1000000",
-                     timeout_s=900)
+        f"SELECT '{t}' AS t, to_json(struct(*), map('ignoreNullFields', 'false')) AS j FROM {t}" for t in TABLES
+    )
+    out = quorumlake(
+        "sql", query, "--warehouse", str(warehouse), "--format", "json", "--limit", "1000000", timeout_s=900
+    )
     tables: dict[str, list[dict]] = {t: [] for t in TABLES}
     for line in out.splitlines():
         row = json.loads(line)
@@ -303,6 +406,7 @@ def ms(timestamp: str | None) -> int | None:
 
 
 # --- the test --------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
@@ -338,9 +442,20 @@ def live(cluster, tmp_path_factory) -> Live:
     s = Scenario(cluster, tmp_path)
     b = s.bootstrap()
     for name, partitions, rf, min_isr in TOPIC_SPECS:
-        s.run_tool(tmp_path / f"create-{name}.txt", TOPICS, "--bootstrap-server", b, "--create", "--topic", name,
-                   "--partitions", str(partitions), "--replication-factor", str(rf),
-                   *(["--config", f"min.insync.replicas={min_isr}"] if min_isr else []))
+        s.run_tool(
+            tmp_path / f"create-{name}.txt",
+            TOPICS,
+            "--bootstrap-server",
+            b,
+            "--create",
+            "--topic",
+            name,
+            "--partitions",
+            str(partitions),
+            "--replication-factor",
+            str(rf),
+            *(["--config", f"min.insync.replicas={min_isr}"] if min_isr else []),
+        )
 
     s.begin("healthy")
     s.wait_isr(set())
@@ -389,6 +504,7 @@ def live(cluster, tmp_path_factory) -> Live:
 
     s.begin("leader-controller-restarted")
     cluster.start_node(leader)
+
     def caught_up() -> bool:
         status = s.status()
         return status.get("MaxFollowerLag") in ("0", "1") and status.get("MaxFollowerLagTimeMs") != "-1"
@@ -406,12 +522,15 @@ def live(cluster, tmp_path_factory) -> Live:
     summary = quorumlake("run", "--landing", str(s.landing), "--warehouse", str(warehouse))
     log(f"quorumlake run took {time.monotonic() - run_started:.0f}s:\n{summary}")
     tables = read_lakehouse(warehouse)
-    log(f"Apache Kafka {version}: phases, pipeline and queries took {time.monotonic() - started:.0f}s "
-        f"(Kafka phases {kafka_s:.0f}s)")
+    log(
+        f"Apache Kafka {version}: phases, pipeline and queries took {time.monotonic() - started:.0f}s "
+        f"(Kafka phases {kafka_s:.0f}s)"
+    )
     return Live(s, tables, follower_down)
 
 
 # --- checks ----------------------------------------------------------------------------------------------------
+
 
 def test_nothing_quarantined_but_the_collectors_error_records(live):
     check_nothing_quarantined_but_the_unreachable_cluster(live.tables, live.scenario.cid)
@@ -439,9 +558,9 @@ def test_every_node_has_small_divergence_while_healthy(live):
 
 def check_nothing_quarantined_but_the_unreachable_cluster(tables, cid):
     quarantine = tables["silver.quarantine"]
+
     def cluster_of(q):
-        return next((c for c in (UNREACHABLE, DENIED, UNTRUSTED) if f"cluster={c}/" in (q["source_file"] or "")),
-                    None)
+        return next((c for c in (UNREACHABLE, DENIED, UNTRUSTED) if f"cluster={c}/" in (q["source_file"] or "")), None)
 
     live = [q for q in quarantine if cluster_of(q) is None]
     assert live == [], f"quarantined from the live cluster: {live[:3]}"
@@ -472,10 +591,19 @@ def check_quorum_status(tables, s: Scenario):
     for phase in s.phases:
         for capture in phase.status_only:  # no --replication at that time: gold takes what --status printed
             row, printed = rows[capture["at"]], capture["status"]
-            assert (row["leader_id"], row["leader_epoch"], row["high_watermark"], row["max_follower_lag"],
-                    row["max_follower_lag_time_ms"]) == (
-                int(printed["LeaderId"]), int(printed["LeaderEpoch"]), int(printed["HighWatermark"]),
-                int(printed["MaxFollowerLag"]), int(printed["MaxFollowerLagTimeMs"])), (phase.name, row, printed)
+            assert (
+                row["leader_id"],
+                row["leader_epoch"],
+                row["high_watermark"],
+                row["max_follower_lag"],
+                row["max_follower_lag_time_ms"],
+            ) == (
+                int(printed["LeaderId"]),
+                int(printed["LeaderEpoch"]),
+                int(printed["HighWatermark"]),
+                int(printed["MaxFollowerLag"]),
+                int(printed["MaxFollowerLagTimeMs"]),
+            ), (phase.name, row, printed)
             checked += 1
         for capture in phase.pairs:
             # gold computes the numbers from the --replication rows (taken gap_ms after --status printed its own
@@ -501,13 +629,20 @@ def check_isr_health(tables, s: Scenario):
     for phase in s.phases:
         for capture in phase.topics:
             row = isr[capture["at"]]
-            expected = {"partitions": capture["partitions"], "at_min_isr": capture["at-min-isr"],
-                        "under_min_isr": capture["under-min-isr"], "offline": capture["unavailable"],
-                        "under_replicated": capture["under-replicated"]}
+            expected = {
+                "partitions": capture["partitions"],
+                "at_min_isr": capture["at-min-isr"],
+                "under_min_isr": capture["under-min-isr"],
+                "offline": capture["unavailable"],
+                "under_replicated": capture["under-replicated"],
+            }
             assert {k: row[k] for k in expected} == expected, (phase.name, row, expected)
             # the collector's own snapshots of the same phase (the state had settled) count the same
-            collected = [r for at, r in isr.items() if phase.started_ms <= at <= (phase.ended_ms or at)
-                         and at not in {c["at"] for c in phase.topics}]
+            collected = [
+                r
+                for at, r in isr.items()
+                if phase.started_ms <= at <= (phase.ended_ms or at) and at not in {c["at"] for c in phase.topics}
+            ]
             assert collected, phase.name
             for r in collected:
                 assert {k: r[k] for k in expected} == expected, (phase.name, "collector", r, expected)
@@ -528,8 +663,11 @@ def check_at_min_isr_episodes(tables, s: Scenario):
         assert one_down.started_ms <= ms(e["started_at"]) < two_down.started_ms, e  # opened with one broker down
         assert e["escalated"] is True, e  # under min ISR once the second broker stopped
         assert e["ended_at"] is not None and back.started_ms <= ms(e["ended_at"]) <= back.ended_ms, e  # closed
-    listed = {k for k in one_down.topics[0]["lines"]
-              if len(one_down.topics[0]["lines"][k]["isr"]) == (2 if k[0] in RF3_TOPICS else 1)}
+    listed = {
+        k
+        for k in one_down.topics[0]["lines"]
+        if len(one_down.topics[0]["lines"][k]["isr"]) == (2 if k[0] in RF3_TOPICS else 1)
+    }
     opened = {(e["topic"], e["partition"]) for e in episodes if ms(e["started_at"]) < two_down.started_ms}
     assert listed <= opened, (listed, opened)
     assert all(e["ended_at"] is not None for e in episodes), "an AtMinIsr episode is still open at the end"
@@ -553,8 +691,9 @@ def check_divergence(tables, s: Scenario):
     assert {r["node_id"] for r in rows} == {1, 2, 3, 4, 5, 6}
     healthy = s.phases[0]
     for node in range(1, 7):
-        mine = [r for r in rows if r["node_id"] == node and healthy.started_ms <= ms(r["scraped_at"])
-                <= healthy.ended_ms]
+        mine = [
+            r for r in rows if r["node_id"] == node and healthy.started_ms <= ms(r["scraped_at"]) <= healthy.ended_ms
+        ]
         assert mine and all(r["divergence_records"] is not None for r in mine), (node, mine)
         # NoOpRecords every 500 ms; scrapes of one poll are milliseconds apart
         assert all(abs(r["divergence_records"]) <= 20 for r in mine), (node, mine)

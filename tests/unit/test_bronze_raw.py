@@ -20,9 +20,7 @@ EXPECTED_SCHEMA = (
     "format STRING, cluster_id STRING, node_id INT, collected_at TIMESTAMP, api_version INT, line_number INT, "
     "payload STRING, parse_error STRING"
 )
-QUORUM_OK = (
-    '{"cluster_id":"c1","collected_at_ms":1730000000600,"api_version":1,"response":{"errorCode":0,"topics":[]}}'
-)
+QUORUM_OK = '{"cluster_id":"c1","collected_at_ms":1730000000600,"api_version":1,"response":{"errorCode":0,"topics":[]}}'
 
 
 def files(spark, *entries: tuple[str, bytes]):
@@ -56,8 +54,16 @@ def test_json_lines_become_one_row_per_line_with_envelope_fields(spark):
         [
             ("describe_quorum_json", "c1", None, ts(1730000000600), 1, 1, lines[0], None),
             ("describe_quorum_json", None, None, None, None, 2, "not json", "malformed JSON"),
-            ("describe_quorum_json", "c1", None, None, 1, 3, lines[2],
-             "field 'collected_at_ms' must be an integer, not string"),
+            (
+                "describe_quorum_json",
+                "c1",
+                None,
+                None,
+                1,
+                3,
+                lines[2],
+                "field 'collected_at_ms' must be an integer, not string",
+            ),
         ],
         EXPECTED_SCHEMA,
     )
@@ -68,15 +74,30 @@ def test_json_lines_become_one_row_per_line_with_envelope_fields(spark):
     ("line", "error"),
     [
         ('{"cluster_id":"c1","collected_at_ms":1,"api_version":0}', "missing field 'response'"),
-        ('{"cluster_id":"c1","collected_at_ms":1,"api_version":0,"response":"x"}', "field 'response' must be an object, not string"),
+        (
+            '{"cluster_id":"c1","collected_at_ms":1,"api_version":0,"response":"x"}',
+            "field 'response' must be an object, not string",
+        ),
         ('{"cluster_id":"c1","collected_at_ms":1,"api_version":-1,"response":{}}', "field 'api_version' is negative"),
-        ('{"cluster_id":7,"collected_at_ms":1,"api_version":0,"response":{}}', "field 'cluster_id' must be a string, not bigint"),
+        (
+            '{"cluster_id":7,"collected_at_ms":1,"api_version":0,"response":{}}',
+            "field 'cluster_id' must be a string, not bigint",
+        ),
         ('{"cluster_id":"c1","collected_at_ms":null,"api_version":0,"response":{}}', "field 'collected_at_ms' is null"),
-        ('{"cluster_id":"c1","collected_at_ms":1.5,"api_version":0,"response":{}}', "field 'collected_at_ms' must be an integer, not decimal(2,1)"),
-        ('{"collected_at_ms":1,"api_version":0,"response":{}}', "missing field 'cluster_id' (and no cluster= path segment)"),
+        (
+            '{"cluster_id":"c1","collected_at_ms":1.5,"api_version":0,"response":{}}',
+            "field 'collected_at_ms' must be an integer, not decimal(2,1)",
+        ),
+        (
+            '{"collected_at_ms":1,"api_version":0,"response":{}}',
+            "missing field 'cluster_id' (and no cluster= path segment)",
+        ),
         ("[1,2]", "not a JSON object"),
         ("   ", "blank line"),
-        ('{"cluster_id":"c1"}', "missing field 'collected_at_ms'; missing field 'api_version'; missing field 'response'"),
+        (
+            '{"cluster_id":"c1"}',
+            "missing field 'collected_at_ms'; missing field 'api_version'; missing field 'response'",
+        ),
     ],
 )
 def test_quorum_envelope_errors_are_named(spark, line, error):
@@ -104,14 +125,19 @@ def test_record_cluster_wins_over_path(spark):
 
 def test_crlf_blank_lines_and_missing_final_newline(spark):
     data = (QUORUM_OK + "\r\n\r\n" + QUORUM_OK).encode()
-    out = records(spark, "quorum", ("quorum/a.jsonl", data)).orderBy("line_number").select("line_number", "payload", "parse_error")
+    out = (
+        records(spark, "quorum", ("quorum/a.jsonl", data))
+        .orderBy("line_number")
+        .select("line_number", "payload", "parse_error")
+    )
     assert [tuple(r) for r in out.collect()] == [(1, QUORUM_OK, None), (2, "", "blank line"), (3, QUORUM_OK, None)]
 
 
 def test_whole_file_captures_take_cluster_and_time_from_the_path(spark):
     text = "NodeId\tLogEndOffset\t\n"
     out = records(
-        spark, "quorum",
+        spark,
+        "quorum",
         ("quorum/cluster=k1/2024-10-27/1730000000500.replication.txt", text.encode()),
         ("quorum/cluster=k1/1730000000501.status.txt.gz", gzip.compress(b"LeaderId:               1\n")),
     ).select(*COLUMNS)
@@ -130,10 +156,17 @@ def test_whole_file_captures_take_cluster_and_time_from_the_path(spark):
     [
         ("quorum/1730000000500.replication.txt", b"NodeId\t\n", "no cluster=<id> segment in the path"),
         ("quorum/cluster=k/latest.replication.txt", b"NodeId\t\n", "file name does not start with <collected_at_ms>."),
-        ("quorum/cluster=k/1.replication.txt", b"Error: timeout\n", "not a 'describe --replication' capture (no NodeId header)"),
+        (
+            "quorum/cluster=k/1.replication.txt",
+            b"Error: timeout\n",
+            "not a 'describe --replication' capture (no NodeId header)",
+        ),
         ("quorum/cluster=k/1.status.txt", b"hello\n", "not a 'describe --status' capture (no LeaderId line)"),
-        ("quorum/cluster=k/notes.md", b"hello\n",
-         "unrecognized file name in quorum/: expected one of *.replication.txt[.gz], *.status.txt[.gz], *.jsonl[.gz]"),
+        (
+            "quorum/cluster=k/notes.md",
+            b"hello\n",
+            "unrecognized file name in quorum/: expected one of *.replication.txt[.gz], *.status.txt[.gz], *.jsonl[.gz]",
+        ),
         ("quorum/cluster=k/1.status.txt.gz", b"\x1f\x8b\x08\x00garbage", None),
         ("quorum/cluster=k/1.status.txt", b"", "empty file"),
         ("quorum/cluster=k/1.status.txt.gz", gzip.compress(b""), "empty file after decompression"),
@@ -157,12 +190,15 @@ def test_binary_garbage_keeps_its_bytes(spark):
 
 
 def test_metrics_formats(spark):
-    jmx = ('{"cluster_id":"c1","node_id":3,"scraped_at_ms":1730000000500,'
-           '"mbean":"kafka.server:type=raft-metrics","attribute":"current-leader","value":3002.0}')
+    jmx = (
+        '{"cluster_id":"c1","node_id":3,"scraped_at_ms":1730000000500,'
+        '"mbean":"kafka.server:type=raft-metrics","attribute":"current-leader","value":3002.0}'
+    )
     bad_jmx = jmx.replace('"value":3002.0', '"value":"leader"')
     prom = "# TYPE x gauge\nx 1.0\n"
     out = records(
-        spark, "metrics",
+        spark,
+        "metrics",
         ("metrics/2024/s.jsonl", (jmx + "\n" + bad_jmx + "\n").encode()),
         ("metrics/cluster=c1/node=7/1730000000400.prom", prom.encode()),
         ("metrics/cluster=c1/node=x/1730000000400.prom", prom.encode()),
@@ -182,8 +218,10 @@ def test_metrics_formats(spark):
 
 
 def test_partition_json_checks_every_field(spark):
-    good = ('{"cluster_id":"c1","collected_at_ms":1,"topic":"t","partition":0,"leader":-1,"replicas":[1,2],'
-            '"isr":[],"min_isr":1,"adding_replicas":[2]}')
+    good = (
+        '{"cluster_id":"c1","collected_at_ms":1,"topic":"t","partition":0,"leader":-1,"replicas":[1,2],'
+        '"isr":[],"min_isr":1,"adding_replicas":[2]}'
+    )
     bad = '{"cluster_id":"c1","collected_at_ms":1,"topic":"t","partition":0,"leader":1,"replicas":["1"],"isr":"1","elr":[true]}'
     out = records(spark, "partitions", ("partitions/p.jsonl", (good + "\n" + bad + "\n").encode()))
     errors = [r["parse_error"] for r in out.orderBy("line_number").collect()]
@@ -197,7 +235,8 @@ def test_partition_json_checks_every_field(spark):
 
 def test_record_id_ignores_file_name_and_date_folder_but_not_content_or_cluster(spark):
     out = records(
-        spark, "quorum",
+        spark,
+        "quorum",
         ("quorum/day1/a.jsonl", QUORUM_OK.encode()),
         ("quorum/day2/copy-of-a.jsonl", QUORUM_OK.encode()),
         ("quorum/day2/copy-of-a.jsonl.gz", gzip.compress(QUORUM_OK.encode())),
@@ -255,22 +294,38 @@ def test_epoch_milliseconds_beyond_a_timestamp_are_parse_errors(spark, collected
 
 
 def test_integers_beyond_32_bits_are_parse_errors(spark):
-    jmx = ('{"cluster_id":"c1","node_id":4294967296,"scraped_at_ms":1730000000500,'
-           '"mbean":"kafka.server:type=raft-metrics","attribute":"current-leader","value":1}')
-    part = ('{"cluster_id":"c1","collected_at_ms":1,"topic":"t","partition":2147483648,"leader":1,'
-            '"replicas":[1,99999999999999999999999],"isr":[1],"min_isr":1,"elr":[null]}')
+    jmx = (
+        '{"cluster_id":"c1","node_id":4294967296,"scraped_at_ms":1730000000500,'
+        '"mbean":"kafka.server:type=raft-metrics","attribute":"current-leader","value":1}'
+    )
+    part = (
+        '{"cluster_id":"c1","collected_at_ms":1,"topic":"t","partition":2147483648,"leader":1,'
+        '"replicas":[1,99999999999999999999999],"isr":[1],"min_isr":1,"elr":[null]}'
+    )
     quorum = QUORUM_OK.replace('"api_version":1', '"api_version":2147483648')
-    out = build_raw_records(files(
-        spark, ("metrics/m.jsonl", jmx.encode()),
-    ), "metrics", RUN_AT).unionByName(
-        records(spark, "partitions", ("partitions/p.jsonl", part.encode()))).unionByName(
-        records(spark, "quorum", ("quorum/q.jsonl", quorum.encode()))).select("format", "node_id", "parse_error")
+    out = (
+        build_raw_records(
+            files(
+                spark,
+                ("metrics/m.jsonl", jmx.encode()),
+            ),
+            "metrics",
+            RUN_AT,
+        )
+        .unionByName(records(spark, "partitions", ("partitions/p.jsonl", part.encode())))
+        .unionByName(records(spark, "quorum", ("quorum/q.jsonl", quorum.encode())))
+        .select("format", "node_id", "parse_error")
+    )
     expected = spark.createDataFrame(
         [
             ("jmx_json", None, "field 'node_id' is out of range: not a 32-bit integer"),
-            ("partition_json", None, "field 'partition' is out of range: not a 32-bit integer; field 'replicas' is out "
-             "of range: every element must be a 32-bit integer; field 'elr' is out of range: every element must be a "
-             "32-bit integer"),
+            (
+                "partition_json",
+                None,
+                "field 'partition' is out of range: not a 32-bit integer; field 'replicas' is out "
+                "of range: every element must be a 32-bit integer; field 'elr' is out of range: every element must be a "
+                "32-bit integer",
+            ),
             ("describe_quorum_json", None, "field 'api_version' is out of range: not a 32-bit integer"),
         ],
         "format STRING, node_id INT, parse_error STRING",
@@ -279,7 +334,7 @@ def test_integers_beyond_32_bits_are_parse_errors(spark):
 
 
 def test_empty_mbean_or_attribute_is_a_parse_error(spark):
-    jmx = ('{"cluster_id":"c1","node_id":3,"scraped_at_ms":1730000000500,"mbean":"%s","attribute":"%s","value":1}')
+    jmx = '{"cluster_id":"c1","node_id":3,"scraped_at_ms":1730000000500,"mbean":"%s","attribute":"%s","value":1}'
     data = "\n".join([jmx % ("", "Value"), jmx % ("kafka.server:type=x", " "), jmx % ("kafka.server:type=x", "Value")])
     out = records(spark, "metrics", ("metrics/m.jsonl", data.encode())).orderBy("line_number")
     assert [r["parse_error"] for r in out.collect()] == ["field 'mbean' is empty", "field 'attribute' is empty", None]
@@ -301,7 +356,8 @@ def test_nesting_ten_thousand_deep_is_one_parse_error(spark):
 def test_a_bom_at_the_start_of_a_json_lines_file_is_not_part_of_the_record(spark):
     bom = b"\xef\xbb\xbf"
     out = records(
-        spark, "quorum",
+        spark,
+        "quorum",
         ("quorum/a.jsonl", bom + QUORUM_OK.encode() + b"\n"),
         ("quorum/b.jsonl.gz", gzip.compress(bom + QUORUM_OK.encode() + b"\n" + b"\xff\n")),
     ).select("source_file", "line_number", "payload", "parse_error")
@@ -309,7 +365,12 @@ def test_a_bom_at_the_start_of_a_json_lines_file_is_not_part_of_the_record(spark
         [
             ("file:/landing/quorum/a.jsonl", 1, QUORUM_OK, None),
             ("file:/landing/quorum/b.jsonl.gz", 1, QUORUM_OK, None),
-            ("file:/landing/quorum/b.jsonl.gz", 2, "\ufffd", "not UTF-8 text (binary data?); bytes kept in payload_base64"),
+            (
+                "file:/landing/quorum/b.jsonl.gz",
+                2,
+                "\ufffd",
+                "not UTF-8 text (binary data?); bytes kept in payload_base64",
+            ),
         ],
         "source_file STRING, line_number INT, payload STRING, parse_error STRING",
     )
@@ -320,8 +381,10 @@ def test_one_invalid_byte_costs_only_its_line(spark):
     bad_line = QUORUM_OK.encode().replace(b'"c1"', b'"c\xff1"')
     data = QUORUM_OK.encode() + b"\r\n" + bad_line + b"\n\n" + QUORUM_OK.replace("600", "601").encode() + b"\n"
     out = records(spark, "quorum", ("quorum/a.jsonl", data)).orderBy("line_number")
-    rows = [(r["line_number"], r["parse_error"], r["payload_base64"] and base64.b64decode(r["payload_base64"]))
-            for r in out.collect()]
+    rows = [
+        (r["line_number"], r["parse_error"], r["payload_base64"] and base64.b64decode(r["payload_base64"]))
+        for r in out.collect()
+    ]
     assert rows == [
         (1, None, None),
         (2, "not UTF-8 text (binary data?); bytes kept in payload_base64", bad_line),
@@ -351,7 +414,8 @@ def test_a_gzip_bomb_is_not_decompressed(spark):
     out = records(spark, "quorum", ("quorum/bomb.jsonl.gz", bomb), ("quorum/a.jsonl", QUORUM_OK.encode()))
     rows = {r["source_file"]: r for r in out.collect()}
     assert rows["file:/landing/quorum/bomb.jsonl.gz"]["parse_error"] == (
-        f"decompressed size exceeds {MAX_DECOMPRESSED_BYTES} bytes (MAX_DECOMPRESSED_BYTES); not decompressed")
+        f"decompressed size exceeds {MAX_DECOMPRESSED_BYTES} bytes (MAX_DECOMPRESSED_BYTES); not decompressed"
+    )
     assert base64.b64decode(rows["file:/landing/quorum/bomb.jsonl.gz"]["payload_base64"]) == bomb
     assert rows["file:/landing/quorum/a.jsonl"]["parse_error"] is None
 

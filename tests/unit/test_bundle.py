@@ -40,36 +40,140 @@ LAYERS = ("bronze", "silver", "gold")
 # The gold objects the dashboard may read, with their columns: contract.md §2 (gold) and the views of the
 # "Databricks deployment" issue. A dataset that uses any other column fails below.
 GOLD_COLUMNS: dict[str, set[str]] = {
-    "quorum_status": {"cluster_id", "collected_at", "leader_id", "leader_epoch", "high_watermark",
-                      "max_follower_lag", "max_follower_lag_time_ms", "voters", "voters_within_slo", "observers"},
-    "replica_lag_sli": {"cluster_id", "replica_id", "is_voter", "window_start", "window_end", "snapshots",
-                        "max_offset_lag", "p50_caught_up_lag_ms", "p99_caught_up_lag_ms", "max_caught_up_lag_ms",
-                        "max_fetch_age_ms", "good_snapshots", "sli"},
-    "quorum_health": {"cluster_id", "window_start", "window_end", "snapshots", "leader_changes", "leaders",
-                      "high_watermark_advance", "high_watermark_stalled", "max_follower_lag",
-                      "max_follower_lag_time_ms", "good_snapshots", "sli"},
-    "isr_health": {"cluster_id", "collected_at", "partitions", "offline", "under_min_isr", "at_min_isr",
-                   "under_replicated"},
-    "isr_health_by_topic": {"cluster_id", "collected_at", "topic", "partitions", "offline", "under_min_isr",
-                            "at_min_isr", "under_replicated"},
-    "at_min_isr_episodes": {"cluster_id", "topic", "partition", "started_at", "ended_at", "duration_ms",
-                            "snapshots", "escalated"},
-    "metadata_offset_divergence": {"cluster_id", "node_id", "scraped_at", "node_role", "active_controller_id",
-                                   "node_last_applied_offset", "controller_last_committed_offset",
-                                   "divergence_records", "last_applied_lag_ms"},
-    "v_fleet_overview": {"cluster_id", "as_of", "leader_id", "max_follower_lag", "max_follower_lag_time_ms",
-                         "voters", "voters_within_slo", "at_min_isr", "under_min_isr", "offline",
-                         "worst_divergence_records", "status", "last_snapshot_at", "is_stale",
-                         "active_controllers", "unknown_voter_connections", "metadata_errors", "fenced_brokers"},
-    "controller_health": {"cluster_id", "node_id", "window_start", "window_end", "node_role", "scrapes",
-                          "last_scraped_at", "raft_state", "current_vote", "avg_commit_latency_ms",
-                          "max_commit_latency_ms", "avg_election_latency_ms", "max_election_latency_ms",
-                          "unknown_voter_connections", "append_records_per_s", "fetch_records_per_s",
-                          "fenced_brokers", "active_brokers", "metadata_errors", "timed_out_broker_heartbeats",
-                          "active_controller_count"},
+    "quorum_status": {
+        "cluster_id",
+        "collected_at",
+        "leader_id",
+        "leader_epoch",
+        "high_watermark",
+        "max_follower_lag",
+        "max_follower_lag_time_ms",
+        "voters",
+        "voters_within_slo",
+        "observers",
+    },
+    "replica_lag_sli": {
+        "cluster_id",
+        "replica_id",
+        "is_voter",
+        "window_start",
+        "window_end",
+        "snapshots",
+        "max_offset_lag",
+        "p50_caught_up_lag_ms",
+        "p99_caught_up_lag_ms",
+        "max_caught_up_lag_ms",
+        "max_fetch_age_ms",
+        "good_snapshots",
+        "sli",
+    },
+    "quorum_health": {
+        "cluster_id",
+        "window_start",
+        "window_end",
+        "snapshots",
+        "leader_changes",
+        "leaders",
+        "high_watermark_advance",
+        "high_watermark_stalled",
+        "max_follower_lag",
+        "max_follower_lag_time_ms",
+        "good_snapshots",
+        "sli",
+    },
+    "isr_health": {
+        "cluster_id",
+        "collected_at",
+        "partitions",
+        "offline",
+        "under_min_isr",
+        "at_min_isr",
+        "under_replicated",
+    },
+    "isr_health_by_topic": {
+        "cluster_id",
+        "collected_at",
+        "topic",
+        "partitions",
+        "offline",
+        "under_min_isr",
+        "at_min_isr",
+        "under_replicated",
+    },
+    "at_min_isr_episodes": {
+        "cluster_id",
+        "topic",
+        "partition",
+        "started_at",
+        "ended_at",
+        "duration_ms",
+        "snapshots",
+        "escalated",
+    },
+    "metadata_offset_divergence": {
+        "cluster_id",
+        "node_id",
+        "scraped_at",
+        "node_role",
+        "active_controller_id",
+        "node_last_applied_offset",
+        "controller_last_committed_offset",
+        "divergence_records",
+        "last_applied_lag_ms",
+    },
+    "v_fleet_overview": {
+        "cluster_id",
+        "as_of",
+        "leader_id",
+        "max_follower_lag",
+        "max_follower_lag_time_ms",
+        "voters",
+        "voters_within_slo",
+        "at_min_isr",
+        "under_min_isr",
+        "offline",
+        "worst_divergence_records",
+        "status",
+        "last_snapshot_at",
+        "is_stale",
+        "active_controllers",
+        "unknown_voter_connections",
+        "metadata_errors",
+        "fenced_brokers",
+    },
+    "controller_health": {
+        "cluster_id",
+        "node_id",
+        "window_start",
+        "window_end",
+        "node_role",
+        "scrapes",
+        "last_scraped_at",
+        "raft_state",
+        "current_vote",
+        "avg_commit_latency_ms",
+        "max_commit_latency_ms",
+        "avg_election_latency_ms",
+        "max_election_latency_ms",
+        "unknown_voter_connections",
+        "append_records_per_s",
+        "fetch_records_per_s",
+        "fenced_brokers",
+        "active_brokers",
+        "metadata_errors",
+        "timed_out_broker_heartbeats",
+        "active_controller_count",
+    },
     "v_slo_attainment_daily": {"cluster_id", "day", "snapshots", "good_snapshots", "sli"},
-    "v_partitions_at_min_isr": {"cluster_id", "topic", "partition", "started_at", "duration_ms", "snapshots",
-                                "escalated"},
+    "v_partitions_at_min_isr": {
+        "cluster_id",
+        "topic",
+        "partition",
+        "started_at",
+        "duration_ms",
+        "snapshots",
+        "escalated",
+    },
 }
 
 # Declared for documentation and later overrides, but not passed to the jobs: `quorumlake run` takes these from its
@@ -176,8 +280,9 @@ def _target_view(target: str, resolve: bool = True) -> dict[str, Any]:
     if not resolve:
         return view
     values = _variable_values(document, target)
-    return {key: value if key in ("variables", "targets") else _substitute(value, values)
-            for key, value in view.items()}
+    return {
+        key: value if key in ("variables", "targets") else _substitute(value, values) for key, value in view.items()
+    }
 
 
 def _targets() -> list[str]:
@@ -209,8 +314,10 @@ def _flags(parameters: list[str]) -> list[str]:
 def _translate_patterns(node: Any) -> Any:
     """Rewrite the schema's \\p{L}/\\p{N} classes into Python `re` syntax (see ../shared/schemas/README.md)."""
     if isinstance(node, dict):
-        return {key: (_python_pattern(value) if key == "pattern" and isinstance(value, str)
-                      else _translate_patterns(value)) for key, value in node.items()}
+        return {
+            key: (_python_pattern(value) if key == "pattern" and isinstance(value, str) else _translate_patterns(value))
+            for key, value in node.items()
+        }
     if isinstance(node, list):
         return [_translate_patterns(value) for value in node]
     return node
@@ -297,9 +404,21 @@ def _unknown_target_key(view):
     view["targets"]["prod"]["modes"] = "production"
 
 
-@pytest.mark.parametrize("breakage", [_without_task_key, _unknown_job_key, _without_entry_point, _bad_pause_status,
-                                      _depends_on_not_a_list, _schema_without_catalog, _unknown_target_key,
-                                      _file_arrival_without_url, _alert_without_query, _alert_bad_operator])
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        _without_task_key,
+        _unknown_job_key,
+        _without_entry_point,
+        _bad_pause_status,
+        _depends_on_not_a_list,
+        _schema_without_catalog,
+        _unknown_target_key,
+        _file_arrival_without_url,
+        _alert_without_query,
+        _alert_bad_operator,
+    ],
+)
 def test_a_broken_bundle_fails_validation(validator, breakage):
     view = _target_view("prod")
     assert not _schema_errors(validator, view)
@@ -322,8 +441,13 @@ def test_includes_resources_and_every_file_is_picked_up():
     assert _root()["bundle"]["name"] == "quorumlake"
     assert _root()["include"] == ["resources/*.yml"]
     names = {p.name for p in _included_files()}
-    assert {"quorumlake_pipeline.job.yml", "quorumlake_maintenance.job.yml", "quorumlake.dashboard.yml",
-            "quorumlake.schemas.yml", "quorumlake.alerts.yml"} <= names
+    assert {
+        "quorumlake_pipeline.job.yml",
+        "quorumlake_maintenance.job.yml",
+        "quorumlake.dashboard.yml",
+        "quorumlake.schemas.yml",
+        "quorumlake.alerts.yml",
+    } <= names
 
 
 def test_no_resource_is_defined_twice():
@@ -458,7 +582,8 @@ def test_prod_creates_the_volumes_the_variables_point_at():
     landing, checkpoints = resources["volumes"]["landing"], resources["volumes"]["checkpoints"]
     assert values["landing_volume_path"] == f"/Volumes/{landing['catalog_name']}/{volume_schema}/{landing['name']}"
     assert values["checkpoint_path"].startswith(
-        f"/Volumes/{checkpoints['catalog_name']}/{volume_schema}/{checkpoints['name']}/")
+        f"/Volumes/{checkpoints['catalog_name']}/{volume_schema}/{checkpoints['name']}/"
+    )
     for kind in ("schemas", "volumes"):
         for key, resource in resources[kind].items():
             assert resource.get("lifecycle", {}).get("prevent_destroy") is True, f"prod {kind}.{key} is destroyable"
@@ -562,8 +687,9 @@ def test_the_layer_tasks_pass_flags_the_cli_accepts(layer):
 
 
 def test_the_maintenance_task_passes_flags_the_cli_accepts():
-    parameters = _target_view("prod")["resources"]["jobs"]["quorumlake_maintenance"]["tasks"][0][
-        "python_wheel_task"]["parameters"]
+    parameters = _target_view("prod")["resources"]["jobs"]["quorumlake_maintenance"]["tasks"][0]["python_wheel_task"][
+        "parameters"
+    ]
     assert _flags(parameters) == ["--catalog", "--schema-prefix", "--vacuum-hours"]
     try:
         build_parser().parse_args(parameters)
@@ -588,7 +714,10 @@ def test_each_layer_entry_point_has_help(layer):
 def test_the_wheel_has_the_entry_points_and_no_spark(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(tmp_path), str(ROOT)],
-        check=False, capture_output=True, text=True, timeout=600,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     (wheel,) = tmp_path.glob("quorumlake-*.whl")
@@ -626,7 +755,9 @@ def test_the_three_alerts_of_the_issue():
         assert alert["schedule"]["timezone_id"] == "UTC"
         evaluation = alert["evaluation"]
         assert (evaluation["comparison_operator"], evaluation["threshold"]["value"]["double_value"]) == (
-            "GREATER_THAN", 0), key
+            "GREATER_THAN",
+            0,
+        ), key
         assert evaluation["notification"]["subscriptions"] == "${var.alert_subscriptions}"
     assert "status = 'critical'" in alerts["quorumlake_cluster_critical"]["query_text"]
     assert "escalated" in alerts["quorumlake_at_min_isr_escalated"]["query_text"]
@@ -748,8 +879,9 @@ def test_every_dataset_uses_only_columns_the_registry_has(name):
 
 def test_every_widget_reads_an_existing_dataset_and_its_fields():
     datasets = _datasets()
-    outputs = {name: set(sqlglot.parse_one(_dataset_sql(d), read="spark").named_selects)
-               for name, d in datasets.items()}
+    outputs = {
+        name: set(sqlglot.parse_one(_dataset_sql(d), read="spark").named_selects) for name, d in datasets.items()
+    }
     used_datasets = set()
     for _page, item in _widgets():
         widget = item["widget"]
@@ -784,15 +916,23 @@ def _encodings(node: Any):
 
 def test_the_dashboard_shows_the_issue_s_views():
     sql = " ".join(_dataset_sql(d) for d in _datasets().values())
-    for view in ("gold.v_fleet_overview", "gold.v_slo_attainment_daily", "gold.v_partitions_at_min_isr",
-                 "gold.metadata_offset_divergence", "gold.isr_health"):
+    for view in (
+        "gold.v_fleet_overview",
+        "gold.v_slo_attainment_daily",
+        "gold.v_partitions_at_min_isr",
+        "gold.metadata_offset_divergence",
+        "gold.isr_health",
+    ):
         assert view in sql
 
 
 def test_cluster_and_time_range_filters_cover_the_datasets():
     datasets = _datasets()
-    filters = {item["widget"]["spec"]["widgetType"]: item["widget"] for _, item in _widgets()
-               if item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")}
+    filters = {
+        item["widget"]["spec"]["widgetType"]: item["widget"]
+        for _, item in _widgets()
+        if item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")
+    }
     assert set(filters) == {"filter-multi-select", "filter-date-range-picker"}
 
     def filtered(widget):
@@ -803,15 +943,23 @@ def test_cluster_and_time_range_filters_cover_the_datasets():
         assert {e["queryName"] for e in widget["spec"]["encodings"]["fields"]} == {q["name"] for q in widget["queries"]}
         return fields
 
-    outputs = {name: set(sqlglot.parse_one(_dataset_sql(d), read="spark").named_selects) for name, d in datasets.items()}
+    outputs = {
+        name: set(sqlglot.parse_one(_dataset_sql(d), read="spark").named_selects) for name, d in datasets.items()
+    }
     by_cluster = filtered(filters["filter-multi-select"])
     assert set(by_cluster.values()) == {"cluster_id"}
     assert set(by_cluster) == {name for name, columns in outputs.items() if "cluster_id" in columns}
     by_time = filtered(filters["filter-date-range-picker"])
     for dataset, field in by_time.items():
         assert field in outputs[dataset]
-    time_series = {"quorum_sli", "voter_lag_sli", "slo_attainment_daily", "isr_health", "metadata_divergence",
-                   "controller_health"}
+    time_series = {
+        "quorum_sli",
+        "voter_lag_sli",
+        "slo_attainment_daily",
+        "isr_health",
+        "metadata_divergence",
+        "controller_health",
+    }
     assert set(by_time) == time_series
 
 

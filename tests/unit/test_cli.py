@@ -12,8 +12,9 @@ from pipelines import cli
 
 
 def quorumlake(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 @pytest.mark.parametrize("command", [[], ["run"], ["sql"], ["demo"]])
@@ -52,8 +53,7 @@ def test_a_spark_connect_server_that_does_not_answer_is_a_one_line_error(tmp_pat
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    result = quorumlake("run", "--landing", str(tmp_path), "--set", f"spark_remote=sc://127.0.0.1:{port}",
-                        cwd=tmp_path)
+    result = quorumlake("run", "--landing", str(tmp_path), "--set", f"spark_remote=sc://127.0.0.1:{port}", cwd=tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -69,8 +69,12 @@ def test_bad_config_files_are_one_line_errors(tmp_path):
     unknown.write_text("colour = 1\n")
     binary = tmp_path / "binary.toml"
     binary.write_bytes(b"\xff\xfe\x00")
-    for path, message in [(bad_toml, "is not valid TOML"), (wrong_type, "window_minutes must be an integer"),
-                          (unknown, "unknown setting(s): colour"), (binary, "cannot read config file")]:
+    for path, message in [
+        (bad_toml, "is not valid TOML"),
+        (wrong_type, "window_minutes must be an integer"),
+        (unknown, "unknown setting(s): colour"),
+        (binary, "cannot read config file"),
+    ]:
         result = quorumlake("run", "--config", str(path), "--landing", str(tmp_path))
         assert result.returncode == 2, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1

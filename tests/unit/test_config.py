@@ -34,8 +34,13 @@ def test_settings_that_reach_sql_are_validated(settings, message):
 
 
 def test_plain_names_and_paths_are_accepted():
-    config = Config().with_overrides(catalog="main", schema_prefix="dev_alice_", warehouse="/Volumes/main/q/wh",
-                                     landing="dbfs:/mnt/landing zone/x", checkpoint_root="s3://bucket/cp")
+    config = Config().with_overrides(
+        catalog="main",
+        schema_prefix="dev_alice_",
+        warehouse="/Volumes/main/q/wh",
+        landing="dbfs:/mnt/landing zone/x",
+        checkpoint_root="s3://bucket/cp",
+    )
     assert (config.catalog, config.schema_prefix) == ("main", "dev_alice_")
 
 
@@ -57,8 +62,13 @@ def test_a_config_file_is_validated_too(tmp_path):
 @pytest.mark.parametrize("command", ["run", "sql", "serve"])
 def test_injection_through_the_cli_is_one_line_and_exit_2(tmp_path, command, args, message):
     extra = {"run": ["--landing", str(tmp_path)], "sql": ["SELECT 1"], "serve": []}[command]
-    result = subprocess.run([sys.executable, "-m", "pipelines.cli", command, *extra, *args], capture_output=True,
-                            text=True, timeout=120, cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", command, *extra, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("quorumlake: error: ") and message in lines[0], result.stderr

@@ -14,7 +14,7 @@ from chispa import assert_df_equality
 
 from gold.divergence import build_metadata_offset_divergence
 
-METRICS = ("cluster_id STRING, node_id INT, scraped_at TIMESTAMP, metric STRING, value DOUBLE, node_role STRING")
+METRICS = "cluster_id STRING, node_id INT, scraped_at TIMESTAMP, metric STRING, value DOUBLE, node_role STRING"
 DIVERGENCE = (
     "cluster_id STRING, node_id INT, scraped_at TIMESTAMP, node_role STRING, active_controller_id INT, "
     "controller_scraped_at TIMESTAMP, node_last_applied_offset BIGINT, controller_last_committed_offset BIGINT, "
@@ -60,16 +60,19 @@ def test_each_scrape_pairs_with_the_nearest_active_controller_scrape_within_the_
         # an active controller of another cluster, scraped at the same moment, never pairs with cluster c
         *active_controller("d", 3000, s(10), committed=5, applied=5),
     ]
-    expected = spark.createDataFrame([
-        ("c", 3000, s(0), "controller", 3000, s(0), 1000, 1000, 0, 0),
-        ("c", 3000, s(30), "controller", 3000, s(30), 1300, 1300, 0, 0),
-        ("c", 0, s(10), "broker", 3000, s(0), 990, 1000, 10, 40),
-        ("c", 0, s(15), "broker", 3000, s(0), 995, 1000, 5, 45),
-        ("c", 0, s(-15), "broker", 3000, s(0), 980, 1000, 20, 50),
-        ("c", 0, s(-15.001), "broker", None, None, 979, None, None, 51),
-        ("c", 0, s(50), "broker", None, None, 1250, None, None, 60),
-        ("d", 3000, s(10), "controller", 3000, s(10), 5, 5, 0, 0),
-    ], DIVERGENCE)
+    expected = spark.createDataFrame(
+        [
+            ("c", 3000, s(0), "controller", 3000, s(0), 1000, 1000, 0, 0),
+            ("c", 3000, s(30), "controller", 3000, s(30), 1300, 1300, 0, 0),
+            ("c", 0, s(10), "broker", 3000, s(0), 990, 1000, 10, 40),
+            ("c", 0, s(15), "broker", 3000, s(0), 995, 1000, 5, 45),
+            ("c", 0, s(-15), "broker", 3000, s(0), 980, 1000, 20, 50),
+            ("c", 0, s(-15.001), "broker", None, None, 979, None, None, 51),
+            ("c", 0, s(50), "broker", None, None, 1250, None, None, 60),
+            ("d", 3000, s(10), "controller", 3000, s(10), 5, 5, 0, 0),
+        ],
+        DIVERGENCE,
+    )
     assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -89,11 +92,14 @@ def test_controllers_and_combined_nodes_use_their_own_metrics(spark):
         ("c", 1, s(2), "controller_last_applied_record_lag_ms", 70.0, "combined"),
         ("c", 1, s(2), "controller_active_controller_count", 0.0, "combined"),
     ]
-    expected = spark.createDataFrame([
-        ("c", 3002, s(0), "controller", 3002, s(0), 18542, 18540, -2, 312),
-        ("c", 3001, s(1), "controller", 3002, s(0), 18530, 18540, 10, 900),
-        ("c", 1, s(2), "combined", 3002, s(0), 18535, 18540, 5, 40),
-    ], DIVERGENCE)
+    expected = spark.createDataFrame(
+        [
+            ("c", 3002, s(0), "controller", 3002, s(0), 18542, 18540, -2, 312),
+            ("c", 3001, s(1), "controller", 3002, s(0), 18530, 18540, 10, 900),
+            ("c", 1, s(2), "combined", 3002, s(0), 18535, 18540, 5, 40),
+        ],
+        DIVERGENCE,
+    )
     assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -104,11 +110,14 @@ def test_without_any_active_controller_scrape_every_row_is_kept_with_unknown_div
         ("c", 3000, s(0), "controller_active_controller_count", 0.0, "controller"),
         ("c", 3000, s(0), "controller_last_applied_record_offset", 102.0, "controller"),
     ]
-    expected = spark.createDataFrame([
-        ("c", 0, s(0), "broker", None, None, 100, None, None, 5),
-        ("c", 1, s(0), "broker", None, None, 101, None, None, 6),
-        ("c", 3000, s(0), "controller", None, None, 102, None, None, None),
-    ], DIVERGENCE)
+    expected = spark.createDataFrame(
+        [
+            ("c", 0, s(0), "broker", None, None, 100, None, None, 5),
+            ("c", 1, s(0), "broker", None, None, 101, None, None, 6),
+            ("c", 3000, s(0), "controller", None, None, 102, None, None, None),
+        ],
+        DIVERGENCE,
+    )
     assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -119,11 +128,14 @@ def test_values_beyond_bigint_are_unknown_not_a_failed_batch(spark):
         *broker("c", 0, s(1), applied=float("nan"), lag_ms=float("-inf")),
         *broker("c", 1, s(2), applied=1000, lag_ms=5),
     ]
-    expected = spark.createDataFrame([
-        ("c", 3000, s(0), "controller", 3000, s(0), None, None, None, None),
-        ("c", 0, s(1), "broker", 3000, s(0), None, None, None, None),
-        ("c", 1, s(2), "broker", 3000, s(0), 1000, None, None, 5),
-    ], DIVERGENCE)
+    expected = spark.createDataFrame(
+        [
+            ("c", 3000, s(0), "controller", 3000, s(0), None, None, None, None),
+            ("c", 0, s(1), "broker", 3000, s(0), None, None, None, None),
+            ("c", 1, s(2), "broker", 3000, s(0), 1000, None, None, 5),
+        ],
+        DIVERGENCE,
+    )
     assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -134,11 +146,12 @@ def test_pairing_matches_a_brute_force_search_across_many_scrapes(spark):
 
     rng = random.Random(7)
     controllers = sorted({rng.choice([0, 15, 30, 45, 60, 75]) + rng.randint(0, 3) * 7.5 for _ in range(9)})
-    brokers = sorted({round(rng.uniform(-20, 110), 3) for _ in range(25)} | {c + 15 for c in controllers} | {-15.0, 90.0})
+    brokers = sorted(
+        {round(rng.uniform(-20, 110), 3) for _ in range(25)} | {c + 15 for c in controllers} | {-15.0, 90.0}
+    )
     rows = [r for i, c in enumerate(controllers) for r in active_controller("c", 3000, s(c), 1000 + i, 1000 + i)]
     rows += [r for b in brokers for r in broker("c", 0, s(b), applied=900, lag_ms=1)]
-    got = {r["scraped_at"]: r["controller_scraped_at"]
-           for r in divergence(spark, rows).where("node_id = 0").collect()}
+    got = {r["scraped_at"]: r["controller_scraped_at"] for r in divergence(spark, rows).where("node_id = 0").collect()}
     for b in brokers:
         close = [c for c in controllers if abs(s(b) - s(c)) <= timedelta(milliseconds=TOLERANCE_MS)]
         best = min(close, key=lambda c: (abs(s(b) - s(c)), c)) if close else None

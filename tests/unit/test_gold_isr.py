@@ -41,16 +41,38 @@ def flags(isr: int, min_isr: int, rf: int, leader: bool = True) -> dict:
     at_min = isr == min_isr
     under_min = offline or isr < min_isr
     under_replicated = rf - isr > 0
-    status = ("offline" if offline else "under_min_isr" if under_min else "at_min_isr" if at_min
-              else "under_replicated" if under_replicated else "healthy")
-    return {"is_offline": offline, "is_under_min_isr": under_min, "is_at_min_isr": at_min,
-            "is_under_replicated": under_replicated, "status": status}
+    status = (
+        "offline"
+        if offline
+        else "under_min_isr"
+        if under_min
+        else "at_min_isr"
+        if at_min
+        else "under_replicated"
+        if under_replicated
+        else "healthy"
+    )
+    return {
+        "is_offline": offline,
+        "is_under_min_isr": under_min,
+        "is_at_min_isr": at_min,
+        "is_under_replicated": under_replicated,
+        "status": status,
+    }
 
 
 def state(topic, minute, isr, min_isr=2, rf=3, leader=True, partition=0, cluster="kip427"):
     f = flags(isr, min_isr, rf, leader)
-    return (cluster, topic, partition, t(minute), f["is_at_min_isr"], f["is_under_min_isr"], f["is_offline"],
-            f["status"])
+    return (
+        cluster,
+        topic,
+        partition,
+        t(minute),
+        f["is_at_min_isr"],
+        f["is_under_min_isr"],
+        f["is_offline"],
+        f["status"],
+    )
 
 
 def episodes(spark, rows, earlier=None, flap_window_minutes=60):
@@ -60,11 +82,19 @@ def episodes(spark, rows, earlier=None, flap_window_minutes=60):
 
 # --- isr_health ----------------------------------------------------------------------------------------------------
 
+
 def test_isr_health_counts_flags_not_status(spark):
     def row(collected, topic, isr, min_isr, rf, leader=True, cluster="c"):
         f = flags(isr, min_isr, rf, leader)
-        return (cluster, collected, topic, f["is_offline"], f["is_under_min_isr"], f["is_at_min_isr"],
-                f["is_under_replicated"])
+        return (
+            cluster,
+            collected,
+            topic,
+            f["is_offline"],
+            f["is_under_min_isr"],
+            f["is_at_min_isr"],
+            f["is_under_replicated"],
+        )
 
     rows = [
         row(t(0), "a", 3, 2, 3),  # healthy
@@ -77,23 +107,29 @@ def test_isr_health_counts_flags_not_status(spark):
     ]
     by_topic = spark.createDataFrame(rows, BY_TOPIC_IN)
 
-    expected = spark.createDataFrame([
-        ("c", t(0), 4, 2, 2, 2, 3),
-        ("c", t(1), 2, 0, 0, 0, 0),
-        ("d", t(0), 1, 0, 0, 1, 1),
-    ], f"cluster_id STRING, collected_at TIMESTAMP, {COUNTS}")
-    assert_df_equality(build_isr_health(by_topic.drop("topic")), expected, ignore_row_order=True,
-                       ignore_nullable=True)
+    expected = spark.createDataFrame(
+        [
+            ("c", t(0), 4, 2, 2, 2, 3),
+            ("c", t(1), 2, 0, 0, 0, 0),
+            ("d", t(0), 1, 0, 0, 1, 1),
+        ],
+        f"cluster_id STRING, collected_at TIMESTAMP, {COUNTS}",
+    )
+    assert_df_equality(build_isr_health(by_topic.drop("topic")), expected, ignore_row_order=True, ignore_nullable=True)
 
-    expected_by_topic = spark.createDataFrame([
-        ("c", t(0), "a", 2, 0, 0, 1, 1),
-        ("c", t(0), "b", 2, 2, 2, 1, 2),
-        ("c", t(1), "a", 1, 0, 0, 0, 0),
-        ("c", t(1), "b", 1, 0, 0, 0, 0),
-        ("d", t(0), "a", 1, 0, 0, 1, 1),
-    ], f"cluster_id STRING, collected_at TIMESTAMP, topic STRING, {COUNTS}")
-    assert_df_equality(build_isr_health_by_topic(by_topic), expected_by_topic, ignore_row_order=True,
-                       ignore_nullable=True)
+    expected_by_topic = spark.createDataFrame(
+        [
+            ("c", t(0), "a", 2, 0, 0, 1, 1),
+            ("c", t(0), "b", 2, 2, 2, 1, 2),
+            ("c", t(1), "a", 1, 0, 0, 0, 0),
+            ("c", t(1), "b", 1, 0, 0, 0, 0),
+            ("d", t(0), "a", 1, 0, 0, 1, 1),
+        ],
+        f"cluster_id STRING, collected_at TIMESTAMP, topic STRING, {COUNTS}",
+    )
+    assert_df_equality(
+        build_isr_health_by_topic(by_topic), expected_by_topic, ignore_row_order=True, ignore_nullable=True
+    )
 
 
 # --- at_min_isr_episodes: KIP-427 ----------------------------------------------------------------------------------
@@ -102,21 +138,33 @@ KIP427 = {
     # Example 1: RF 3, min ISR 2: [0,1,2] -> broker 0 fails [1,2] (AtMinIsr) -> broker 1 fails [2] (UnderMinIsr)
     "example1": [state("example1", 0, 3), state("example1", 1, 2), state("example1", 2, 1)],
     # Example 2: RF 3, min ISR 1: [0,1,2] -> [1,2] (UnderReplicated) -> [2] (AtMinIsr) -> [] (Offline)
-    "example2": [state("example2", 0, 3, min_isr=1), state("example2", 1, 2, min_isr=1),
-                 state("example2", 2, 1, min_isr=1), state("example2", 3, 0, min_isr=1, leader=False)],
+    "example2": [
+        state("example2", 0, 3, min_isr=1),
+        state("example2", 1, 2, min_isr=1),
+        state("example2", 2, 1, min_isr=1),
+        state("example2", 3, 0, min_isr=1, leader=False),
+    ],
     # Example 3: RF 4, min ISR 2: [0,1,2,3] -> [1,2,3] (UnderReplicated) -> [2,3] (AtMinIsr) -> [3] (UnderMinIsr)
-    "example3": [state("example3", 0, 4, rf=4), state("example3", 1, 3, rf=4), state("example3", 2, 2, rf=4),
-                 state("example3", 3, 1, rf=4)],
+    "example3": [
+        state("example3", 0, 4, rf=4),
+        state("example3", 1, 3, rf=4),
+        state("example3", 2, 2, rf=4),
+        state("example3", 3, 1, rf=4),
+    ],
 }
 KIP427_STEPS = {
     1: [],
     2: [("example1", t(1), None, 0, 1, False, "at_min_isr")],
-    3: [("example1", t(1), None, 60_000, 2, True, "under_min_isr"),
+    3: [
+        ("example1", t(1), None, 60_000, 2, True, "under_min_isr"),
         ("example2", t(2), None, 0, 1, False, "at_min_isr"),
-        ("example3", t(2), None, 0, 1, False, "at_min_isr")],
-    4: [("example1", t(1), None, 60_000, 2, True, "under_min_isr"),  # no snapshot at t(3): ongoing since t(1)
+        ("example3", t(2), None, 0, 1, False, "at_min_isr"),
+    ],
+    4: [
+        ("example1", t(1), None, 60_000, 2, True, "under_min_isr"),  # no snapshot at t(3): ongoing since t(1)
         ("example2", t(2), None, 60_000, 2, True, "offline"),
-        ("example3", t(2), None, 60_000, 2, True, "under_min_isr")],
+        ("example3", t(2), None, 60_000, 2, True, "under_min_isr"),
+    ],
 }
 
 
@@ -124,8 +172,12 @@ KIP427_STEPS = {
 def test_kip427_examples_step_by_step(spark, steps):
     rows = [r for example in KIP427.values() for r in example[:steps]]
     expected = spark.createDataFrame(
-        [("kip427", topic, 0, started, ended, duration, snapshots, escalated, worst, 0)
-         for topic, started, ended, duration, snapshots, escalated, worst in KIP427_STEPS[steps]], EPISODES)
+        [
+            ("kip427", topic, 0, started, ended, duration, snapshots, escalated, worst, 0)
+            for topic, started, ended, duration, snapshots, escalated, worst in KIP427_STEPS[steps]
+        ],
+        EPISODES,
+    )
     assert_df_equality(episodes(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -138,25 +190,37 @@ def test_an_episode_ends_at_the_first_snapshot_neither_at_min_nor_worse(spark):
         state("t", 4, 3),  # ends it: not counted in `snapshots`
         state("t", 5, 3),
     ]
-    expected = spark.createDataFrame([
-        ("kip427", "t", 0, t(1), t(4), 180_000, 3, True, "under_min_isr", 0),
-    ], EPISODES)
+    expected = spark.createDataFrame(
+        [
+            ("kip427", "t", 0, t(1), t(4), 180_000, 3, True, "under_min_isr", 0),
+        ],
+        EPISODES,
+    )
     assert_df_equality(episodes(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_going_straight_to_under_min_isr_or_offline_starts_no_episode(spark):
     rows = [
-        state("under", 0, 3), state("under", 1, 1), state("under", 2, 3),
+        state("under", 0, 3),
+        state("under", 1, 1),
+        state("under", 2, 3),
         # min ISR 1: every broker but one fails at once; KRaft keeps the last ISR member, so the ISR size equals
         # min ISR, but the partition is offline, not at min ISR
-        state("offline", 0, 3, min_isr=1), state("offline", 1, 1, min_isr=1, leader=False),
+        state("offline", 0, 3, min_isr=1),
+        state("offline", 1, 1, min_isr=1, leader=False),
         state("offline", 2, 3, min_isr=1),
         # recovering from under min ISR through min ISR does start one, at the at-min snapshot
-        state("recovering", 0, 3), state("recovering", 1, 1), state("recovering", 2, 2), state("recovering", 3, 3),
+        state("recovering", 0, 3),
+        state("recovering", 1, 1),
+        state("recovering", 2, 2),
+        state("recovering", 3, 3),
     ]
-    expected = spark.createDataFrame([
-        ("kip427", "recovering", 0, t(2), t(3), 60_000, 1, False, "at_min_isr", 0),
-    ], EPISODES)
+    expected = spark.createDataFrame(
+        [
+            ("kip427", "recovering", 0, t(2), t(3), 60_000, 1, False, "at_min_isr", 0),
+        ],
+        EPISODES,
+    )
     assert_df_equality(episodes(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -164,21 +228,28 @@ FLAPPING = [state("flappy", m, isr) for m, isr in enumerate([3, 2, 3, 2, 3, 2])]
 
 
 def test_a_flapping_partition_gives_several_episodes_and_counts_bounces(spark):
-    expected = spark.createDataFrame([
-        ("kip427", "flappy", 0, t(1), t(2), 60_000, 1, False, "at_min_isr", 0),
-        ("kip427", "flappy", 0, t(3), t(4), 60_000, 1, False, "at_min_isr", 1),
-        ("kip427", "flappy", 0, t(5), None, 0, 1, False, "at_min_isr", 2),
-    ], EPISODES)
+    expected = spark.createDataFrame(
+        [
+            ("kip427", "flappy", 0, t(1), t(2), 60_000, 1, False, "at_min_isr", 0),
+            ("kip427", "flappy", 0, t(3), t(4), 60_000, 1, False, "at_min_isr", 1),
+            ("kip427", "flappy", 0, t(5), None, 0, 1, False, "at_min_isr", 2),
+        ],
+        EPISODES,
+    )
     assert_df_equality(episodes(spark, FLAPPING), expected, ignore_row_order=True, ignore_nullable=True)
 
     # a 2-minute flap window reaches back exactly 2 minutes (inclusive), not 4
-    narrow = spark.createDataFrame([
-        ("kip427", "flappy", 0, t(1), t(2), 60_000, 1, False, "at_min_isr", 0),
-        ("kip427", "flappy", 0, t(3), t(4), 60_000, 1, False, "at_min_isr", 1),
-        ("kip427", "flappy", 0, t(5), None, 0, 1, False, "at_min_isr", 1),
-    ], EPISODES)
-    assert_df_equality(episodes(spark, FLAPPING, flap_window_minutes=2), narrow, ignore_row_order=True,
-                       ignore_nullable=True)
+    narrow = spark.createDataFrame(
+        [
+            ("kip427", "flappy", 0, t(1), t(2), 60_000, 1, False, "at_min_isr", 0),
+            ("kip427", "flappy", 0, t(3), t(4), 60_000, 1, False, "at_min_isr", 1),
+            ("kip427", "flappy", 0, t(5), None, 0, 1, False, "at_min_isr", 1),
+        ],
+        EPISODES,
+    )
+    assert_df_equality(
+        episodes(spark, FLAPPING, flap_window_minutes=2), narrow, ignore_row_order=True, ignore_nullable=True
+    )
 
 
 def test_bounces_count_earlier_starts_already_known(spark):
@@ -189,11 +260,15 @@ def test_bounces_count_earlier_starts_already_known(spark):
         ("kip427", "other", 0, t(-10)),  # another partition
         ("kip427", "flappy", 1, t(-10)),
     ]
-    expected = spark.createDataFrame([
-        ("kip427", "flappy", 0, t(1), t(2), 60_000, 1, False, "at_min_isr", 2),
-        ("kip427", "flappy", 0, t(3), t(4), 60_000, 1, False, "at_min_isr", 2),
-        ("kip427", "flappy", 0, t(5), None, 0, 1, False, "at_min_isr", 3),
-    ], EPISODES)
+    expected = spark.createDataFrame(
+        [
+            ("kip427", "flappy", 0, t(1), t(2), 60_000, 1, False, "at_min_isr", 2),
+            ("kip427", "flappy", 0, t(3), t(4), 60_000, 1, False, "at_min_isr", 2),
+            ("kip427", "flappy", 0, t(5), None, 0, 1, False, "at_min_isr", 3),
+        ],
+        EPISODES,
+    )
     # the earlier starts are context only: they are not returned as rows
-    assert_df_equality(episodes(spark, FLAPPING, earlier=earlier), expected, ignore_row_order=True,
-                       ignore_nullable=True)
+    assert_df_equality(
+        episodes(spark, FLAPPING, earlier=earlier), expected, ignore_row_order=True, ignore_nullable=True
+    )

@@ -22,8 +22,10 @@ REPLICAS = (
     "cluster_id STRING, collected_at TIMESTAMP, replica_id INT, is_voter BOOLEAN, position INT, role STRING, "
     "log_end_offset BIGINT, last_caught_up_at TIMESTAMP, caught_up_lag_ms BIGINT"
 )
-LAGS = ("cluster_id STRING, collected_at TIMESTAMP, max_follower_lag BIGINT, max_follower_lag_time_ms BIGINT, "
-        "voters_within_slo INT")
+LAGS = (
+    "cluster_id STRING, collected_at TIMESTAMP, max_follower_lag BIGINT, max_follower_lag_time_ms BIGINT, "
+    "voters_within_slo INT"
+)
 SNAPSHOTS = (
     "cluster_id STRING, collected_at TIMESTAMP, source STRING, error_code INT, leader_id INT, leader_epoch INT, "
     "high_watermark BIGINT, voter_count INT, observer_count INT, cli_max_follower_lag BIGINT, "
@@ -76,8 +78,10 @@ def observer(cluster, collected, replica_id, position, leo, caught_up, now=LEADE
 
 def reference_scenario(cluster, collected=COLLECTED, v0=False):
     """kafka-surfaces.md §1.5 (v1; with v0 there are no timestamps, but the leader's own lag is still 0)."""
+
     def c(hms):
         return None if v0 else at(hms)
+
     rows = [
         voter(cluster, collected, 3000, 0, 18542, c("03:33:20.480")),
         voter(cluster, collected, 3001, 1, 18530, c("03:33:18.100")),
@@ -89,8 +93,19 @@ def reference_scenario(cluster, collected=COLLECTED, v0=False):
     return rows
 
 
-def snapshot(cluster, collected, epoch=7, hw=18542, leader_id=3002, error_code=0, voters=3, observers=1,
-             source="admin", cli_lag=None, cli_time=None):
+def snapshot(
+    cluster,
+    collected,
+    epoch=7,
+    hw=18542,
+    leader_id=3002,
+    error_code=0,
+    voters=3,
+    observers=1,
+    source="admin",
+    cli_lag=None,
+    cli_time=None,
+):
     return (cluster, collected, source, error_code, leader_id, epoch, hw, voters, observers, cli_lag, cli_time)
 
 
@@ -100,20 +115,34 @@ def error_snapshot(cluster, collected):
 
 def status(spark, snapshots, replicas, seed=None, window_minutes=5, stall_ms=STALL_MS):
     seed_df = None if seed is None else spark.createDataFrame(seed, SEED)
-    return build_quorum_status(spark.createDataFrame(snapshots, SNAPSHOTS), spark.createDataFrame(replicas, REPLICAS),
-                               seed_df, slo_ms=SLO_MS, window_minutes=window_minutes, stall_ms=stall_ms)
+    return build_quorum_status(
+        spark.createDataFrame(snapshots, SNAPSHOTS),
+        spark.createDataFrame(replicas, REPLICAS),
+        seed_df,
+        slo_ms=SLO_MS,
+        window_minutes=window_minutes,
+        stall_ms=stall_ms,
+    )
 
 
 # --- follower_lag ------------------------------------------------------------------------------------------------
 
+
 def test_follower_lag_prints_what_describe_status_prints_for_the_reference_scenario(spark):
     replicas = reference_scenario("v1") + reference_scenario("v0", v0=True)
-    expected = spark.createDataFrame([
-        ("v1", COLLECTED, 12, 2400, 2),  # 3000 (20 ms) and the leader (0 ms) within the SLO, 3001 (2400 ms) not
-        ("v0", COLLECTED, 12, -1, 1),  # v0: no timestamps, so the time is unknown; only the leader's 0 is known
-    ], LAGS)
-    assert_df_equality(follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS), expected,
-                       ignore_row_order=True, ignore_nullable=True)
+    expected = spark.createDataFrame(
+        [
+            ("v1", COLLECTED, 12, 2400, 2),  # 3000 (20 ms) and the leader (0 ms) within the SLO, 3001 (2400 ms) not
+            ("v0", COLLECTED, 12, -1, 1),  # v0: no timestamps, so the time is unknown; only the leader's 0 is known
+        ],
+        LAGS,
+    )
+    assert_df_equality(
+        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
+        expected,
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
 
 
 def test_all_caught_up_with_the_leader_listed_last_picks_the_first_voter(spark):
@@ -127,12 +156,19 @@ def test_all_caught_up_with_the_leader_listed_last_picks_the_first_voter(spark):
         voter("ops", COLLECTED, 3001, 1, 100, at("03:33:20.495")),
         voter("ops", COLLECTED, 3002, 2, 100, LEADER_NOW, leader=True),
     ]
-    expected = spark.createDataFrame([
-        ("tie", COLLECTED, 0, 30, 3),
-        ("ops", COLLECTED, 0, -1, 2),
-    ], LAGS)
-    assert_df_equality(follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS), expected,
-                       ignore_row_order=True, ignore_nullable=True)
+    expected = spark.createDataFrame(
+        [
+            ("tie", COLLECTED, 0, 30, 3),
+            ("ops", COLLECTED, 0, -1, 2),
+        ],
+        LAGS,
+    )
+    assert_df_equality(
+        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
+        expected,
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
 
 
 def test_the_leader_itself_as_max_lag_follower_gives_time_zero(spark):
@@ -146,12 +182,19 @@ def test_the_leader_itself_as_max_lag_follower_gives_time_zero(spark):
         voter("first", COLLECTED, 3000, 1, 100, at("03:33:10")),
         voter("first", COLLECTED, 3001, 2, 100, at("03:33:10")),
     ]
-    expected = spark.createDataFrame([
-        ("lowest", COLLECTED, 0, 0, 1),
-        ("first", COLLECTED, 0, 0, 1),
-    ], LAGS)
-    assert_df_equality(follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS), expected,
-                       ignore_row_order=True, ignore_nullable=True)
+    expected = spark.createDataFrame(
+        [
+            ("lowest", COLLECTED, 0, 0, 1),
+            ("first", COLLECTED, 0, 0, 1),
+        ],
+        LAGS,
+    )
+    assert_df_equality(
+        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
+        expected,
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
 
 
 def test_a_voter_with_unknown_log_end_offset_lags_leader_leo_plus_one_with_unknown_time(spark):
@@ -161,8 +204,12 @@ def test_a_voter_with_unknown_log_end_offset_lags_leader_leo_plus_one_with_unkno
         voter("c", COLLECTED, 3002, 2, 18542, LEADER_NOW, leader=True),
     ]
     expected = spark.createDataFrame([("c", COLLECTED, 18543, -1, 2)], LAGS)
-    assert_df_equality(follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS), expected,
-                       ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(
+        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
+        expected,
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
 
 
 def test_observers_are_never_considered(spark):
@@ -174,11 +221,16 @@ def test_observers_are_never_considered(spark):
         observer("c", COLLECTED, 1, 1, 500, at("03:33:20.490")),  # caught up, but not a voter
     ]
     expected = spark.createDataFrame([("c", COLLECTED, 0, 0, 3)], LAGS)
-    assert_df_equality(follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS), expected,
-                       ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(
+        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
+        expected,
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
 
 
 # --- build_quorum_status -----------------------------------------------------------------------------------------
+
 
 def test_status_rows_carry_the_snapshot_lag_voters_within_slo_and_goodness(spark):
     snapshots = [
@@ -189,19 +241,26 @@ def test_status_rows_carry_the_snapshot_lag_voters_within_slo_and_goodness(spark
         # kafka-metadata-quorum --status alone: no replica rows, the printed numbers stand
         snapshot("cli", COLLECTED, source="cli", cli_lag=12, cli_time=1500),
     ]
-    replicas = reference_scenario("slow") + reference_scenario("v0", v0=True) + [
-        voter("edge", COLLECTED, 3000, 0, 18540, at("03:33:18.500")),  # exactly the SLO behind: good
-        voter("edge", COLLECTED, 3001, 1, 18542, at("03:33:20.500")),
-        voter("edge", COLLECTED, 3002, 2, 18542, LEADER_NOW, leader=True),
-    ]
-    expected = spark.createDataFrame([
-        ("slow", COLLECTED, W0330, "admin", 0, 3002, 7, 18542, 12, 2400, 3, 2, 1, False, 0, COLLECTED, False),
-        ("v0", COLLECTED, W0330, "admin", 0, 3002, 7, 18542, 12, -1, 3, 1, 1, False, 0, COLLECTED, False),
-        ("edge", COLLECTED, W0330, "admin", 0, 3002, 7, 18542, 2, 2000, 3, 3, 0, True, 0, COLLECTED, False),
-        ("err", COLLECTED, W0330, "admin", 6, None, None, None, None, None, 0, 0, 0, False, 0, None, None),
-        # the voters' own lags are unknown without replica rows: NULL, not "none within the SLO"
-        ("cli", COLLECTED, W0330, "cli", 0, 3002, 7, 18542, 12, 1500, 3, None, 1, True, 0, COLLECTED, False),
-    ], STATUS)
+    replicas = (
+        reference_scenario("slow")
+        + reference_scenario("v0", v0=True)
+        + [
+            voter("edge", COLLECTED, 3000, 0, 18540, at("03:33:18.500")),  # exactly the SLO behind: good
+            voter("edge", COLLECTED, 3001, 1, 18542, at("03:33:20.500")),
+            voter("edge", COLLECTED, 3002, 2, 18542, LEADER_NOW, leader=True),
+        ]
+    )
+    expected = spark.createDataFrame(
+        [
+            ("slow", COLLECTED, W0330, "admin", 0, 3002, 7, 18542, 12, 2400, 3, 2, 1, False, 0, COLLECTED, False),
+            ("v0", COLLECTED, W0330, "admin", 0, 3002, 7, 18542, 12, -1, 3, 1, 1, False, 0, COLLECTED, False),
+            ("edge", COLLECTED, W0330, "admin", 0, 3002, 7, 18542, 2, 2000, 3, 3, 0, True, 0, COLLECTED, False),
+            ("err", COLLECTED, W0330, "admin", 6, None, None, None, None, None, 0, 0, 0, False, 0, None, None),
+            # the voters' own lags are unknown without replica rows: NULL, not "none within the SLO"
+            ("cli", COLLECTED, W0330, "cli", 0, 3002, 7, 18542, 12, 1500, 3, None, 1, True, 0, COLLECTED, False),
+        ],
+        STATUS,
+    )
     actual = status(spark, snapshots, replicas)
     assert actual.columns == QUORUM_STATUS_COLUMNS
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
@@ -217,15 +276,18 @@ def test_leader_change_counts_epoch_increases_between_consecutive_snapshots_that
         snapshot("c", at("03:36:00"), epoch=11),  # 9 -> 11 is one pair, one change
         snapshot("other", at("03:32:30"), epoch=3),  # another cluster never pairs with c
     ]
-    expected = spark.createDataFrame([
-        ("c", at("03:31:00"), 7, 0),
-        ("c", at("03:32:00"), 7, 0),
-        ("c", at("03:33:00"), 8, 1),
-        ("c", at("03:34:00"), None, 0),
-        ("c", at("03:35:00"), 9, 0),
-        ("c", at("03:36:00"), 11, 1),
-        ("other", at("03:32:30"), 3, 0),
-    ], "cluster_id STRING, collected_at TIMESTAMP, leader_epoch INT, leader_change INT")
+    expected = spark.createDataFrame(
+        [
+            ("c", at("03:31:00"), 7, 0),
+            ("c", at("03:32:00"), 7, 0),
+            ("c", at("03:33:00"), 8, 1),
+            ("c", at("03:34:00"), None, 0),
+            ("c", at("03:35:00"), 9, 0),
+            ("c", at("03:36:00"), 11, 1),
+            ("other", at("03:32:30"), 3, 0),
+        ],
+        "cluster_id STRING, collected_at TIMESTAMP, leader_epoch INT, leader_change INT",
+    )
     actual = status(spark, snapshots, []).select("cluster_id", "collected_at", "leader_epoch", "leader_change")
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
@@ -245,20 +307,24 @@ def test_high_watermark_last_increase_and_stall(spark):
         snapshot("c", ms(11001), hw=140),  # 5001 ms after the increase at 6000
         snapshot("c", ms(12000), hw=145),  # 145 > 140, the known snapshot before it: an increase again
     ]
-    expected = spark.createDataFrame([
-        ("c", ms(0), 100, ms(0), False),
-        ("c", ms(2000), 100, ms(0), False),
-        ("c", ms(3000), None, None, None),
-        ("c", ms(5000), 100, ms(0), False),
-        ("c", ms(5001), 100, ms(0), True),
-        ("c", ms(6000), 150, ms(6000), False),
-        ("c", ms(7000), 140, ms(6000), False),
-        ("c", ms(11001), 140, ms(6000), True),
-        ("c", ms(12000), 145, ms(12000), False),
-    ], "cluster_id STRING, collected_at TIMESTAMP, high_watermark BIGINT, hw_last_increase_at TIMESTAMP, "
-       "hw_stalled BOOLEAN")
-    actual = status(spark, snapshots, []).select("cluster_id", "collected_at", "high_watermark",
-                                                 "hw_last_increase_at", "hw_stalled")
+    expected = spark.createDataFrame(
+        [
+            ("c", ms(0), 100, ms(0), False),
+            ("c", ms(2000), 100, ms(0), False),
+            ("c", ms(3000), None, None, None),
+            ("c", ms(5000), 100, ms(0), False),
+            ("c", ms(5001), 100, ms(0), True),
+            ("c", ms(6000), 150, ms(6000), False),
+            ("c", ms(7000), 140, ms(6000), False),
+            ("c", ms(11001), 140, ms(6000), True),
+            ("c", ms(12000), 145, ms(12000), False),
+        ],
+        "cluster_id STRING, collected_at TIMESTAMP, high_watermark BIGINT, hw_last_increase_at TIMESTAMP, "
+        "hw_stalled BOOLEAN",
+    )
+    actual = status(spark, snapshots, []).select(
+        "cluster_id", "collected_at", "high_watermark", "hw_last_increase_at", "hw_stalled"
+    )
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -276,20 +342,25 @@ def test_the_seed_carries_the_previous_epoch_and_the_last_increase_across_a_reco
         snapshot("b", at("03:33:21"), epoch=8, hw=300),  # the seed's last row knows no epoch: no change
         snapshot("b", at("03:33:22"), epoch=8, hw=300),
     ]
-    expected = spark.createDataFrame([
-        ("a", at("03:33:21"), 1, at("03:33:10"), True),
-        ("a", at("03:33:22"), 0, at("03:33:22"), False),
-        ("b", at("03:33:21"), 0, at("03:33:00"), True),
-        ("b", at("03:33:22"), 0, at("03:33:00"), True),
-    ], "cluster_id STRING, collected_at TIMESTAMP, leader_change INT, hw_last_increase_at TIMESTAMP, "
-       "hw_stalled BOOLEAN")
+    expected = spark.createDataFrame(
+        [
+            ("a", at("03:33:21"), 1, at("03:33:10"), True),
+            ("a", at("03:33:22"), 0, at("03:33:22"), False),
+            ("b", at("03:33:21"), 0, at("03:33:00"), True),
+            ("b", at("03:33:22"), 0, at("03:33:00"), True),
+        ],
+        "cluster_id STRING, collected_at TIMESTAMP, leader_change INT, hw_last_increase_at TIMESTAMP, "
+        "hw_stalled BOOLEAN",
+    )
     actual = status(spark, snapshots, [], seed=seed).select(
-        "cluster_id", "collected_at", "leader_change", "hw_last_increase_at", "hw_stalled")
+        "cluster_id", "collected_at", "leader_change", "hw_last_increase_at", "hw_stalled"
+    )
     # the seed rows themselves are not output
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 # --- build_quorum_health -----------------------------------------------------------------------------------------
+
 
 def test_quorum_health_aggregates_each_window(spark):
     rows = [
@@ -303,11 +374,14 @@ def test_quorum_health_aggregates_each_window(spark):
         # another cluster, errors only
         ("d", W0330, at("03:31:00"), None, 0, None, None, None, None, False),
     ]
-    expected = spark.createDataFrame([
-        ("c", W0330, W0335, 4, 1, 2, 20, True, 18543, 2400, 1, 0.25),
-        ("c", W0335, at("03:40:00"), 1, 0, 1, 0, False, 5, None, 0, 0.0),
-        ("d", W0330, W0335, 1, 0, 0, None, False, None, None, 0, 0.0),
-    ], HEALTH)
+    expected = spark.createDataFrame(
+        [
+            ("c", W0330, W0335, 4, 1, 2, 20, True, 18543, 2400, 1, 0.25),
+            ("c", W0335, at("03:40:00"), 1, 0, 1, 0, False, 5, None, 0, 0.0),
+            ("d", W0330, W0335, 1, 0, 0, None, False, None, None, 0, 0.0),
+        ],
+        HEALTH,
+    )
     actual = build_quorum_health(spark.createDataFrame(rows, HEALTH_IN), 5)
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
@@ -318,11 +392,14 @@ def test_a_leader_change_across_a_window_start_counts_in_the_later_window(spark)
         snapshot("c", at("03:35:10"), epoch=8, hw=110),
         snapshot("c", at("03:36:10"), epoch=8, hw=120),
     ]
-    expected = spark.createDataFrame([
-        ("c", W0330, W0335, 1, 0, 1, 0, False, None, None, 0, 0.0),
-        # the 03:34:50 -> 03:35:10 pair counts here; the advance is within the window (120 - 110)
-        ("c", W0335, at("03:40:00"), 2, 1, 1, 10, False, None, None, 0, 0.0),
-    ], HEALTH)
+    expected = spark.createDataFrame(
+        [
+            ("c", W0330, W0335, 1, 0, 1, 0, False, None, None, 0, 0.0),
+            # the 03:34:50 -> 03:35:10 pair counts here; the advance is within the window (120 - 110)
+            ("c", W0335, at("03:40:00"), 2, 1, 1, 10, False, None, None, 0, 0.0),
+        ],
+        HEALTH,
+    )
     actual = build_quorum_health(status(spark, snapshots, []), 5)
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
@@ -334,18 +411,36 @@ def test_windows_are_epoch_aligned_for_5_and_1_minute_settings(spark):
         snapshot("c", at("03:35:00"), epoch=7, hw=102),
     ]
     cols = ["cluster_id", "window_start", "window_end", "snapshots", "high_watermark_advance"]
-    schema = "cluster_id STRING, window_start TIMESTAMP, window_end TIMESTAMP, snapshots BIGINT, " \
-             "high_watermark_advance BIGINT"
+    schema = (
+        "cluster_id STRING, window_start TIMESTAMP, window_end TIMESTAMP, snapshots BIGINT, "
+        "high_watermark_advance BIGINT"
+    )
 
     five = build_quorum_health(status(spark, snapshots, [], window_minutes=5), 5).select(*cols)
-    assert_df_equality(five, spark.createDataFrame([
-        ("c", W0330, W0335, 2, 1),
-        ("c", W0335, at("03:40:00"), 1, 0),
-    ], schema), ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(
+        five,
+        spark.createDataFrame(
+            [
+                ("c", W0330, W0335, 2, 1),
+                ("c", W0335, at("03:40:00"), 1, 0),
+            ],
+            schema,
+        ),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
 
     one = build_quorum_health(status(spark, snapshots, [], window_minutes=1), 1).select(*cols)
-    assert_df_equality(one, spark.createDataFrame([
-        ("c", at("03:33:00"), at("03:34:00"), 1, 0),
-        ("c", at("03:34:00"), W0335, 1, 0),
-        ("c", W0335, at("03:36:00"), 1, 0),
-    ], schema), ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(
+        one,
+        spark.createDataFrame(
+            [
+                ("c", at("03:33:00"), at("03:34:00"), 1, 0),
+                ("c", at("03:34:00"), W0335, 1, 0),
+                ("c", W0335, at("03:36:00"), 1, 0),
+            ],
+            schema,
+        ),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )

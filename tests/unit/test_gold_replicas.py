@@ -41,10 +41,13 @@ def test_nearest_rank_percentiles_maxima_and_sli_ignore_unknown_values(spark):
         ("c", 3001, True, at("03:33:10"), 1, 20, 20),
         ("c", 3001, True, at("03:34:10"), None, None, None),  # LEO and timestamps unknown: counted, never good
     ]
-    expected = spark.createDataFrame([
-        # 10,20,30,40: p50 = 20 (the smallest value with >= 50% at or below), p99 = 40
-        ("c", 3001, True, W0330, W0335, 5, 12, 20, 40, 40, 300, 4, 0.8),
-    ], SLI)
+    expected = spark.createDataFrame(
+        [
+            # 10,20,30,40: p50 = 20 (the smallest value with >= 50% at or below), p99 = 40
+            ("c", 3001, True, W0330, W0335, 5, 12, 20, 40, 40, 300, 4, 0.8),
+        ],
+        SLI,
+    )
     assert_df_equality(sli(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -57,10 +60,13 @@ def test_the_slo_boundary_is_good_and_every_unknown_window_has_no_percentiles(sp
         ("v0", 3000, True, at("03:31:00"), 0, None, None),
         ("v0", 3000, True, at("03:32:00"), 2, None, None),
     ]
-    expected = spark.createDataFrame([
-        ("c", 3001, True, W0330, W0335, 3, 70, 2001, 2500, 2500, 100, 1, 1 / 3),
-        ("v0", 3000, True, W0330, W0335, 2, 2, None, None, None, None, 0, 0.0),
-    ], SLI)
+    expected = spark.createDataFrame(
+        [
+            ("c", 3001, True, W0330, W0335, 3, 70, 2001, 2500, 2500, 100, 1, 1 / 3),
+            ("v0", 3000, True, W0330, W0335, 2, 2, None, None, None, None, 0, 0.0),
+        ],
+        SLI,
+    )
     assert_df_equality(sli(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -72,12 +78,15 @@ def test_one_row_per_replica_role_and_epoch_aligned_window(spark):
         ("c", 1, True, at("03:35:00"), 4, 100, 90),  # the next window starts exactly here
         ("d", 1, True, at("03:31:00"), 9, 9, 9),
     ]
-    expected = spark.createDataFrame([
-        ("c", 1, True, W0330, W0335, 1, 0, 0, 0, 0, 0, 1, 1.0),
-        ("c", 1, False, W0330, W0335, 1, 7, 3000, 3000, 3000, 3000, 0, 0.0),
-        ("c", 1, True, W0335, W0340, 1, 4, 100, 100, 100, 90, 1, 1.0),
-        ("d", 1, True, W0330, W0335, 1, 9, 9, 9, 9, 9, 1, 1.0),
-    ], SLI)
+    expected = spark.createDataFrame(
+        [
+            ("c", 1, True, W0330, W0335, 1, 0, 0, 0, 0, 0, 1, 1.0),
+            ("c", 1, False, W0330, W0335, 1, 7, 3000, 3000, 3000, 3000, 0, 0.0),
+            ("c", 1, True, W0335, W0340, 1, 4, 100, 100, 100, 90, 1, 1.0),
+            ("d", 1, True, W0330, W0335, 1, 9, 9, 9, 9, 9, 1, 1.0),
+        ],
+        SLI,
+    )
     assert_df_equality(sli(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -87,9 +96,12 @@ def test_one_minute_windows(spark):
         ("c", 3001, True, at("03:33:50"), 2, 3000, 20),
         ("c", 3001, True, at("03:34:10"), 3, 300, 30),
     ]
-    expected = spark.createDataFrame([
-        # two values: p50 is the first (50% at or below it), p99 the second
-        ("c", 3001, True, at("03:33:00"), at("03:34:00"), 2, 2, 100, 3000, 3000, 20, 1, 0.5),
-        ("c", 3001, True, at("03:34:00"), W0335, 1, 3, 300, 300, 300, 30, 1, 1.0),
-    ], SLI)
+    expected = spark.createDataFrame(
+        [
+            # two values: p50 is the first (50% at or below it), p99 the second
+            ("c", 3001, True, at("03:33:00"), at("03:34:00"), 2, 2, 100, 3000, 3000, 20, 1, 0.5),
+            ("c", 3001, True, at("03:34:00"), W0335, 1, 3, 300, 300, 300, 30, 1, 1.0),
+        ],
+        SLI,
+    )
     assert_df_equality(sli(spark, rows, window_minutes=1), expected, ignore_row_order=True, ignore_nullable=True)

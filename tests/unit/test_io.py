@@ -17,8 +17,10 @@ T0 = datetime(2024, 10, 27, 3, 33, 20, tzinfo=timezone.utc)
 
 def _raw(spark, rows):
     """bronze.quorum_raw rows from (record_id, cluster_id) pairs; the other columns are filler."""
-    full = [(rid, "describe_quorum_json", cluster, None, T0, 0, "{}", None, "file:/x.jsonl", 1, "sha", 2, T0, T0, None)
-            for rid, cluster in rows]
+    full = [
+        (rid, "describe_quorum_json", cluster, None, T0, 0, "{}", None, "file:/x.jsonl", 1, "sha", 2, T0, T0, None)
+        for rid, cluster in rows
+    ]
     return spark.createDataFrame(full, BRONZE_QUORUM_RAW.spark_schema)
 
 
@@ -35,8 +37,9 @@ def test_insert_new_twice_adds_a_row_without_a_cluster_once(spark, make_lakehous
     rows = _raw(spark, [("a", "c1"), ("b", None)])
     for _ in range(2):  # a file read again after a crash
         lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at", or_null=True))
-    assert_df_equality(lakehouse.read(BRONZE_QUORUM_RAW), rows, ignore_row_order=True, ignore_nullable=True,
-                      ignore_metadata=True)
+    assert_df_equality(
+        lakehouse.read(BRONZE_QUORUM_RAW), rows, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True
+    )
 
 
 def test_versions_and_commit_metrics_from_the_local_log_match_describe_history(spark, make_lakehouse, tmp_path):
@@ -51,8 +54,9 @@ def test_versions_and_commit_metrics_from_the_local_log_match_describe_history(s
     assert [int(m["numTargetRowsInserted"]) for m in lakehouse.last_commit_metrics(BRONZE_QUORUM_RAW, 0)] == [1, 1]
 
 
-def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spark_defaults(spark, make_lakehouse,
-                                                                                         tmp_path):
+def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spark_defaults(
+    spark, make_lakehouse, tmp_path
+):
     lakehouse: Lakehouse = make_lakehouse(tmp_path / "landing", small_run_bytes=1000)
     try:
         assert lakehouse.tune_for(1000)
@@ -69,19 +73,21 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
         lakehouse.tune_for(0)  # the test session's engine
 
 
-def test_staged_rows_come_back_whole_in_parquet_files_of_bounded_size_and_are_removed(spark, make_lakehouse,
-                                                                                      tmp_path):
+def test_staged_rows_come_back_whole_in_parquet_files_of_bounded_size_and_are_removed(spark, make_lakehouse, tmp_path):
     lakehouse = make_lakehouse(tmp_path / "landing")
     sizes = [5, 40, 0, 7, 90, 3, 3]
-    files = pa.table({
-        "path": [f"/l/{i}.jsonl" for i in range(len(sizes))],
-        "content": pa.array([b"x" * n if n else None for n in sizes], pa.binary()),
-        "at": pa.array([T0] * len(sizes), pa.timestamp("us", tz="UTC")),
-    })
+    files = pa.table(
+        {
+            "path": [f"/l/{i}.jsonl" for i in range(len(sizes))],
+            "content": pa.array([b"x" * n if n else None for n in sizes], pa.binary()),
+            "at": pa.array([T0] * len(sizes), pa.timestamp("us", tz="UTC")),
+        }
+    )
     schema = "path STRING, content BINARY, at TIMESTAMP"
     staged = lakehouse.staged(files, schema, "t", group_bytes=60)
-    expected = spark.createDataFrame([(f"/l/{i}.jsonl", b"x" * n if n else None, T0) for i, n in enumerate(sizes)],
-                                     schema)
+    expected = spark.createDataFrame(
+        [(f"/l/{i}.jsonl", b"x" * n if n else None, T0) for i, n in enumerate(sizes)], schema
+    )
     assert_df_equality(staged, expected, ignore_row_order=True, ignore_nullable=True)
     # row weights (path + content bytes) 15 50 10 17 100 13 13: files of at most 60 bytes, a larger row alone
     parts = sorted(Path(lakehouse.staging("t")).glob("*.parquet"))

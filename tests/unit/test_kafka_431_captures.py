@@ -79,8 +79,11 @@ def test_follower_controller_down():
 def _flags(p: dict) -> dict[str, bool]:
     """The contract's partition flags (contract §2), written out independently of silver."""
     offline = p["leader_id"] is None
-    return {"at-min": len(p["isr"]) == p["min_isr"], "under-min": offline or len(p["isr"]) < p["min_isr"],
-            "unavailable": offline}
+    return {
+        "at-min": len(p["isr"]) == p["min_isr"],
+        "under-min": offline or len(p["isr"]) < p["min_isr"],
+        "unavailable": offline,
+    }
 
 
 def test_topics_with_eligible_leader_replicas_and_the_report_listings():
@@ -88,7 +91,11 @@ def test_topics_with_eligible_leader_replicas_and_the_report_listings():
     assert len(partitions) == 8
     leaderless = partitions[("audit", 0)]
     assert (leaderless["leader_id"], leaderless["isr"], leaderless["elr"], leaderless["last_known_elr"]) == (
-        None, [], [5], [5])
+        None,
+        [],
+        [5],
+        [5],
+    )
     assert partitions[("orders", 0)]["isr"] == [4] and partitions[("orders", 0)]["elr"] == [5]
     assert partitions[("audit", 1)]["elr"] == []
     # min.insync.replicas always in Configs: the default passed in must not matter
@@ -96,9 +103,11 @@ def test_topics_with_eligible_leader_replicas_and_the_report_listings():
     assert [p["min_isr"] for p in with_other_default] == [p["min_isr"] for p in partitions.values()]
     assert {p["topic"]: p["min_isr"] for p in partitions.values()} == {"orders": 2, "payments": 2, "audit": 1}
     # the flags of the contract select exactly the partitions kafka-topics' report options listed
-    for listing, flag in [("at-min-isr-two-brokers-down.txt", "at-min"),
-                          ("under-min-isr-two-brokers-down.txt", "under-min"),
-                          ("unavailable-two-brokers-down.txt", "unavailable")]:
+    for listing, flag in [
+        ("at-min-isr-two-brokers-down.txt", "at-min"),
+        ("under-min-isr-two-brokers-down.txt", "under-min"),
+        ("unavailable-two-brokers-down.txt", "unavailable"),
+    ]:
         listed = {(p["topic"], p["partition"]) for p in parse_topics(text(listing))}
         assert listed == {k for k, p in partitions.items() if _flags(p)[flag]}, listing
 
@@ -133,7 +142,8 @@ def test_controller_scrape_with_the_exporters_default_names():
 def test_broker_scrape_with_strimzi_style_rules():
     metrics = _canonical("broker-4-strimzi-style.prom")
     assert metrics["broker_last_applied_record_offset"]["source_name"] == (
-        "kafka_server_brokermetadatametrics_last_applied_record_offset")
+        "kafka_server_brokermetadatametrics_last_applied_record_offset"
+    )
     assert metrics["raft_current_state"]["state"] == "observer"
     idle = metrics["raft_commit_latency_max"]  # the Strimzi-style rules' counter, under the same canonical name
     assert idle["source_name"] == "kafka_server_raftmetrics_commit_latency_max_total"

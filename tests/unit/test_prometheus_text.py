@@ -410,8 +410,11 @@ def test_unknown_series_total_is_kept():
 
 def test_commit_latency_max_is_one_metric_in_0x_and_1x():
     # jmx_exporter 0.x writes `commit_latency_max`, 1.x `commit_latency_max_total` (Strimzi types `*-max` COUNTER)
-    for name in ("kafka_server_raftmetrics_commit_latency_max", "kafka_server_raftmetrics_commit_latency_max_total",
-                 "kafka_server_raft_metrics_commit_latency_max"):
+    for name in (
+        "kafka_server_raftmetrics_commit_latency_max",
+        "kafka_server_raftmetrics_commit_latency_max_total",
+        "kafka_server_raft_metrics_commit_latency_max",
+    ):
         assert canonical_metric(name, {})["metric"] == "raft_commit_latency_max"
 
 

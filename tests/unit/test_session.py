@@ -39,8 +39,9 @@ def test_the_class_archive_is_per_java_and_jars(tmp_path, monkeypatch):
 
 def test_the_suite_session_starts_with_the_class_archive_when_one_was_prepared(spark):
     # scripts/bootstrap.sh prepares it before the suite runs (`make test`)
-    arguments = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
-                     .getInputArguments())
+    arguments = list(
+        spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    )
     archive = session.class_archive()
     uses = any(a == f"-XX:SharedArchiveFile={archive}" for a in arguments)
     assert uses == archive.is_file()

@@ -13,8 +13,10 @@ def _copies(df, text: str) -> int:
 
 
 def test_an_expensive_column_used_by_several_filters_is_computed_once(spark):
-    rows = spark.createDataFrame([("r1", '{"a": 1, "b": [1, 2]}'), ("r2", '{"a": -1, "b": []}'), ("r3", "nope")],
-                                 "record_id STRING, payload STRING")
+    rows = spark.createDataFrame(
+        [("r1", '{"a": 1, "b": [1, 2]}'), ("r2", '{"a": -1, "b": []}'), ("r3", "nope")],
+        "record_id STRING, payload STRING",
+    )
     parse = F.from_json("payload", "a INT, b ARRAY<INT>")
 
     def split(parsed):

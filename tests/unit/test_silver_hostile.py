@@ -26,9 +26,14 @@ def _reasons(rejected) -> dict[str, tuple[list[str], str]]:
 
 # --- the guard every Python UDF goes through -----------------------------------------------------------------------
 
+
 def test_out_of_range_names_the_first_integer_a_column_cannot_hold():
-    schema = T.StructType([T.StructField("id", T.IntegerType()),
-                           T.StructField("xs", T.ArrayType(T.StructType([T.StructField("v", T.LongType())])))])
+    schema = T.StructType(
+        [
+            T.StructField("id", T.IntegerType()),
+            T.StructField("xs", T.ArrayType(T.StructType([T.StructField("v", T.LongType())]))),
+        ]
+    )
     assert out_of_range({"id": 2**31 - 1, "xs": [{"v": -(2**63)}]}, schema) is None
     assert out_of_range({"id": 2**31, "xs": []}, schema) == "id"
     assert out_of_range({"id": 1, "xs": [{"v": 1}, {"v": 2**63}]}, schema) == "xs[1].v"
@@ -42,13 +47,16 @@ def test_guarded_turns_exceptions_and_unholdable_results_into_the_error_value():
 
     safe = guarded(parse, schema, lambda reason: {"error": reason, "n": None})
     assert safe("7") == {"error": None, "n": 7}
-    assert safe("x") == {"error": "cannot be parsed (ValueError: invalid literal for int() with base 10: 'x')",
-                         "n": None}
+    assert safe("x") == {
+        "error": "cannot be parsed (ValueError: invalid literal for int() with base 10: 'x')",
+        "n": None,
+    }
     assert safe("4294967296") == {"error": "value out of range for its column: n", "n": None}
     assert safe("9" * 5000)["error"].startswith("cannot be parsed (ValueError: Exceeds the limit")
 
 
 # --- silver.quorum_snapshots / replica_states ------------------------------------------------------------------------
+
 
 def _admin_with(record_id: str, change, cluster: str) -> tuple:
     resp = quorum.response(1, quorum.scenario_voters(1), quorum.scenario_observers(1))
@@ -63,6 +71,7 @@ def _set(path: str, value):
             partition[array][int(index)][field] = value
         else:
             partition[path] = value
+
     return change
 
 
@@ -97,8 +106,14 @@ def test_numbers_beyond_their_column_quarantine_the_snapshot_with_rule_values_in
 def test_offsets_whose_difference_overflows_do_not_fail_the_batch(spark):
     # LEOs within BIGINT whose difference is not: ANSI arithmetic would raise; the row keeps a NULL lag and is then
     # quarantined by its data-quality rule (log_end_offset_not_negative)
-    row = _admin_with("r", lambda p: (p["currentVoters"][2].update(logEndOffset=2**63 - 1),
-                                      p["currentVoters"][1].update(logEndOffset=-(2**62) * 2)), "c1")
+    row = _admin_with(
+        "r",
+        lambda p: (
+            p["currentVoters"][2].update(logEndOffset=2**63 - 1),
+            p["currentVoters"][1].update(logEndOffset=-(2**62) * 2),
+        ),
+        "c1",
+    )
     _, replicas, rejected = quorum.run(spark, row)
     lags = {r["replica_id"]: (r["log_end_offset"], r["offset_lag"]) for r in replicas.collect()}
     assert lags[3001] == (-(2**63), None)
@@ -110,33 +125,42 @@ def test_offsets_whose_difference_overflows_do_not_fail_the_batch(spark):
     ("old", "new", "reason"),
     [
         ("18530       ", "9" * 5000, "line 4: LogEndOffset '" + "9" * 40 + "'... is out of range (more than 64 bits)"),
-        ("1730000000200     ", "9000000000000000", "replica 3001: LastFetchTimestamp 9000000000000000 is out of range "
-                                                   "(epoch milliseconds up to year 9999)"),
+        (
+            "1730000000200     ",
+            "9000000000000000",
+            "replica 3001: LastFetchTimestamp 9000000000000000 is out of range (epoch milliseconds up to year 9999)",
+        ),
         ("3001  \tb-", "4294967296\tb-", "value out of range for its column: voter_ids[2]"),
     ],
 )
 def test_cli_capture_with_values_no_column_can_hold_is_quarantined(spark, old, new, reason):
     text = quorum.REPLICATION_39.replace(old, new)
     assert text != quorum.REPLICATION_39
-    snapshots, _replicas, rejected = quorum.run(spark, quorum.capture("rep", "replication", text),
-                                               quorum.capture("ok", "replication", quorum.REPLICATION_39,
-                                                              cluster="c2"))
+    snapshots, _replicas, rejected = quorum.run(
+        spark,
+        quorum.capture("rep", "replication", text),
+        quorum.capture("ok", "replication", quorum.REPLICATION_39, cluster="c2"),
+    )
     assert [r["cluster_id"] for r in snapshots.collect()] == ["c2"]
     assert _reasons(rejected) == {"rep": (["cli_capture_parses"], reason)}
 
 
 # --- silver.partition_states ---------------------------------------------------------------------------------------
 
+
 def test_topics_capture_with_a_partition_beyond_32_bits_is_quarantined(spark):
     bad = partitions.TOPICS.replace("Partition: 1\t", "Partition: 4294967296\t")
-    states, rejected = partitions.run(spark, partitions.topics("bad", bad, cluster="c1"),
-                                      partitions.topics("good", partitions.TOPICS, cluster="c2"))
+    states, rejected = partitions.run(
+        spark, partitions.topics("bad", bad, cluster="c1"), partitions.topics("good", partitions.TOPICS, cluster="c2")
+    )
     assert {r["cluster_id"] for r in states.collect()} == {"c2"}
-    assert _reasons(rejected) == {"bad": (["topics_capture_parses"],
-                                          "value out of range for its column: partitions[1].partition")}
+    assert _reasons(rejected) == {
+        "bad": (["topics_capture_parses"], "value out of range for its column: partitions[1].partition")
+    }
 
 
 # --- silver.node_metrics -------------------------------------------------------------------------------------------
+
 
 def test_jmx_sample_without_a_metric_name_is_quarantined_not_dropped(spark):
     good = json.loads(metrics.JOLOKIA[0])

@@ -23,39 +23,74 @@ LEADER_NOW = 1730000000500
 RUN_1 = datetime(2024, 10, 28, 1, 0, 0)
 RUN_2 = datetime(2024, 10, 28, 2, 0, 0)
 
-SNAPSHOT_COLUMNS = ["cluster_id", "collected_at", "source", "api_version", "leader_id", "leader_epoch",
-                    "high_watermark", "voter_count", "observer_count", "voter_ids", "error_code", "error_message",
-                    "ref_at", "record_ids"]
+SNAPSHOT_COLUMNS = [
+    "cluster_id",
+    "collected_at",
+    "source",
+    "api_version",
+    "leader_id",
+    "leader_epoch",
+    "high_watermark",
+    "voter_count",
+    "observer_count",
+    "voter_ids",
+    "error_code",
+    "error_message",
+    "ref_at",
+    "record_ids",
+]
 SNAPSHOT_SCHEMA = (
     "cluster_id STRING, collected_at TIMESTAMP, source STRING, api_version INT, leader_id INT, leader_epoch INT, "
     "high_watermark BIGINT, voter_count INT, observer_count INT, voter_ids ARRAY<INT>, error_code INT, "
     "error_message STRING, ref_at TIMESTAMP, record_ids ARRAY<STRING>"
 )
-LAG_COLUMNS = ["replica_id", "is_voter", "position", "role", "log_end_offset", "offset_lag", "caught_up_lag_ms",
-               "fetch_age_ms"]
+LAG_COLUMNS = [
+    "replica_id",
+    "is_voter",
+    "position",
+    "role",
+    "log_end_offset",
+    "offset_lag",
+    "caught_up_lag_ms",
+    "fetch_age_ms",
+]
 LAG_SCHEMA = (
     "replica_id INT, is_voter BOOLEAN, position INT, role STRING, log_end_offset BIGINT, offset_lag BIGINT, "
     "caught_up_lag_ms BIGINT, fetch_age_ms BIGINT"
 )
-TIME_COLUMNS = ["replica_id", "is_voter", "replica_directory_id", "last_fetch_at", "last_caught_up_at", "source",
-                "record_id"]
+TIME_COLUMNS = [
+    "replica_id",
+    "is_voter",
+    "replica_directory_id",
+    "last_fetch_at",
+    "last_caught_up_at",
+    "source",
+    "record_id",
+]
 TIME_SCHEMA = (
     "replica_id INT, is_voter BOOLEAN, replica_directory_id STRING, last_fetch_at TIMESTAMP, "
     "last_caught_up_at TIMESTAMP, source STRING, record_id STRING"
 )
-NOT_LEADER = ("For requests intended only for the leader, this error indicates that the broker is not the current "
-              "leader. For requests intended for any replica, this error indicates that the broker is not a replica "
-              "of the topic partition.")
-DIRECTORY = {3000: "ILZ5MPTeRWakmJu99uBJCA", 3001: "b-DwmhtOheTqZzPoh52kfA", 3002: "g42deArWBTRM5A1yuVpMCg",
-             0: "3Db5QLSqSZieL3rJBUUegA"}
+NOT_LEADER = (
+    "For requests intended only for the leader, this error indicates that the broker is not the current "
+    "leader. For requests intended for any replica, this error indicates that the broker is not a replica "
+    "of the topic partition."
+)
+DIRECTORY = {
+    3000: "ILZ5MPTeRWakmJu99uBJCA",
+    3001: "b-DwmhtOheTqZzPoh52kfA",
+    3002: "g42deArWBTRM5A1yuVpMCg",
+    0: "3Db5QLSqSZieL3rJBUUegA",
+}
 
 
 def ts(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc).replace(tzinfo=None)
 
 
-def replica(version: int, replica_id: int, leo: int, fetch: int = -1, caught_up: int = -1,
-            directory: str | None = None) -> dict:
+def replica(
+    version: int, replica_id: int, leo: int, fetch: int = -1, caught_up: int = -1, directory: str | None = None
+) -> dict:
     """A ReplicaState as the JSON converter renders it at `version` (§1.3: fields outside the version are absent)."""
     state: dict = {"replicaId": replica_id}
     if version >= 2:
@@ -80,13 +115,24 @@ def scenario_observers(version: int) -> list[dict]:
     return [replica(version, 0, 18542, 1730000000450, 1730000000450)]
 
 
-def response(version: int, voters: list[dict], observers: list[dict], leader: int = 3002, epoch: int = 7,
-             hw: int = 18542, error: int = 0, message: str = "", top_error: int = 0, top_message: str = "") -> dict:
+def response(
+    version: int,
+    voters: list[dict],
+    observers: list[dict],
+    leader: int = 3002,
+    epoch: int = 7,
+    hw: int = 18542,
+    error: int = 0,
+    message: str = "",
+    top_error: int = 0,
+    top_message: str = "",
+) -> dict:
     partition: dict = {"partitionIndex": 0, "errorCode": error}
     if version >= 2:
         partition["errorMessage"] = message
-    partition.update({"leaderId": leader, "leaderEpoch": epoch, "highWatermark": hw, "currentVoters": voters,
-                      "observers": observers})
+    partition.update(
+        {"leaderId": leader, "leaderEpoch": epoch, "highWatermark": hw, "currentVoters": voters, "observers": observers}
+    )
     body: dict = {"errorCode": top_error}
     if version >= 2:
         body["errorMessage"] = top_message
@@ -96,19 +142,54 @@ def response(version: int, voters: list[dict], observers: list[dict], leader: in
     return body
 
 
-def admin(record_id: str, resp: dict, version: int, cluster: str = "c1", collected_ms: int = COLLECTED_MS,
-          ingested_at: datetime = RUN_1, parse_error: str | None = None) -> tuple:
-    payload = json.dumps({"cluster_id": cluster, "collected_at_ms": collected_ms, "api_version": version,
-                          "response": resp}, separators=(",", ":"))
-    return (record_id, "describe_quorum_json", cluster, ts(collected_ms), version, payload,
-            "file:/landing/quorum/q.jsonl", 1, ingested_at, parse_error)
+def admin(
+    record_id: str,
+    resp: dict,
+    version: int,
+    cluster: str = "c1",
+    collected_ms: int = COLLECTED_MS,
+    ingested_at: datetime = RUN_1,
+    parse_error: str | None = None,
+) -> tuple:
+    payload = json.dumps(
+        {"cluster_id": cluster, "collected_at_ms": collected_ms, "api_version": version, "response": resp},
+        separators=(",", ":"),
+    )
+    return (
+        record_id,
+        "describe_quorum_json",
+        cluster,
+        ts(collected_ms),
+        version,
+        payload,
+        "file:/landing/quorum/q.jsonl",
+        1,
+        ingested_at,
+        parse_error,
+    )
 
 
-def capture(record_id: str, kind: str, text: str, cluster: str = "c1", collected_ms: int = COLLECTED_MS,
-            ingested_at: datetime = RUN_1) -> tuple:
+def capture(
+    record_id: str,
+    kind: str,
+    text: str,
+    cluster: str = "c1",
+    collected_ms: int = COLLECTED_MS,
+    ingested_at: datetime = RUN_1,
+) -> tuple:
     """A kafka-metadata-quorum capture: kind is 'replication' or 'status'."""
-    return (record_id, f"quorum_cli_{kind}", cluster, ts(collected_ms), None, text,
-            f"file:/landing/quorum/cluster={cluster}/{collected_ms}.{kind}.txt", None, ingested_at, None)
+    return (
+        record_id,
+        f"quorum_cli_{kind}",
+        cluster,
+        ts(collected_ms),
+        None,
+        text,
+        f"file:/landing/quorum/cluster={cluster}/{collected_ms}.{kind}.txt",
+        None,
+        ingested_at,
+        None,
+    )
 
 
 def run(spark, *rows: tuple):
@@ -127,10 +208,37 @@ def check(actual, columns: list[str], schema: str, rows: list[tuple]) -> None:
     assert_df_equality(actual.select(*columns), expected, ignore_row_order=True, ignore_nullable=True)
 
 
-def snapshot(cluster="c1", source="admin", api_version=1, leader=3002, epoch=7, hw=18542, voters=(3000, 3001, 3002),
-             observers=1, error=0, message=None, ref_ms=LEADER_NOW, record_ids=("r1",), collected_ms=COLLECTED_MS):
-    return (cluster, ts(collected_ms), source, api_version, leader, epoch, hw, len(voters), observers, list(voters),
-            error, message, ts(ref_ms), list(record_ids))
+def snapshot(
+    cluster="c1",
+    source="admin",
+    api_version=1,
+    leader=3002,
+    epoch=7,
+    hw=18542,
+    voters=(3000, 3001, 3002),
+    observers=1,
+    error=0,
+    message=None,
+    ref_ms=LEADER_NOW,
+    record_ids=("r1",),
+    collected_ms=COLLECTED_MS,
+):
+    return (
+        cluster,
+        ts(collected_ms),
+        source,
+        api_version,
+        leader,
+        epoch,
+        hw,
+        len(voters),
+        observers,
+        list(voters),
+        error,
+        message,
+        ts(ref_ms),
+        list(record_ids),
+    )
 
 
 # The §1.5 scenario as silver.replica_states rows (ref = the leader's clock, 1730000000500).
@@ -148,18 +256,28 @@ SCENARIO_LAGS = [
 def test_v0_has_no_timestamps_so_only_the_leader_has_time_lags_and_ref_is_the_capture_time(spark):
     snapshots, replicas, rejected = run(spark, admin("r1", response(0, scenario_voters(0), scenario_observers(0)), 0))
     check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=0, ref_ms=COLLECTED_MS)])
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, [
-        (3000, True, 0, "follower", 18542, 0, None, None),
-        (3001, True, 1, "follower", 18530, 12, None, None),
-        (3002, True, 2, "leader", 18542, 0, 0, 0),
-        (0, False, 0, "observer", 18542, 0, None, None),
-    ])
-    check(replicas, TIME_COLUMNS, TIME_SCHEMA, [
-        (3000, True, None, None, None, "admin", "r1"),
-        (3001, True, None, None, None, "admin", "r1"),
-        (3002, True, None, None, None, "admin", "r1"),
-        (0, False, None, None, None, "admin", "r1"),
-    ])
+    check(
+        replicas,
+        LAG_COLUMNS,
+        LAG_SCHEMA,
+        [
+            (3000, True, 0, "follower", 18542, 0, None, None),
+            (3001, True, 1, "follower", 18530, 12, None, None),
+            (3002, True, 2, "leader", 18542, 0, 0, 0),
+            (0, False, 0, "observer", 18542, 0, None, None),
+        ],
+    )
+    check(
+        replicas,
+        TIME_COLUMNS,
+        TIME_SCHEMA,
+        [
+            (3000, True, None, None, None, "admin", "r1"),
+            (3001, True, None, None, None, "admin", "r1"),
+            (3002, True, None, None, None, "admin", "r1"),
+            (0, False, None, None, None, "admin", "r1"),
+        ],
+    )
     assert rejected.collect() == []
 
 
@@ -167,12 +285,17 @@ def test_v1_leader_listed_last_is_the_reference_and_has_zero_lags(spark):
     snapshots, replicas, rejected = run(spark, admin("r1", response(1, scenario_voters(1), scenario_observers(1)), 1))
     check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=1, ref_ms=LEADER_NOW)])
     check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
-    check(replicas, TIME_COLUMNS, TIME_SCHEMA, [
-        (3000, True, None, ts(1730000000480), ts(1730000000480), "admin", "r1"),
-        (3001, True, None, ts(1730000000200), ts(1729999998100), "admin", "r1"),
-        (3002, True, None, ts(LEADER_NOW), ts(LEADER_NOW), "admin", "r1"),
-        (0, False, None, ts(1730000000450), ts(1730000000450), "admin", "r1"),
-    ])
+    check(
+        replicas,
+        TIME_COLUMNS,
+        TIME_SCHEMA,
+        [
+            (3000, True, None, ts(1730000000480), ts(1730000000480), "admin", "r1"),
+            (3001, True, None, ts(1730000000200), ts(1729999998100), "admin", "r1"),
+            (3002, True, None, ts(LEADER_NOW), ts(LEADER_NOW), "admin", "r1"),
+            (0, False, None, ts(1730000000450), ts(1730000000450), "admin", "r1"),
+        ],
+    )
     assert rejected.collect() == []
 
 
@@ -181,12 +304,17 @@ def test_v2_directory_ids_all_zero_becomes_null_and_empty_error_message_is_null(
     voters[1]["replicaDirectoryId"] = "AAAAAAAAAAAAAAAAAAAAAA"
     snapshots, replicas, _ = run(spark, admin("r1", response(2, voters, scenario_observers(2)), 2))
     check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=2)])
-    check(replicas, TIME_COLUMNS, TIME_SCHEMA, [
-        (3000, True, "ILZ5MPTeRWakmJu99uBJCA", ts(1730000000480), ts(1730000000480), "admin", "r1"),
-        (3001, True, None, ts(1730000000200), ts(1729999998100), "admin", "r1"),
-        (3002, True, "g42deArWBTRM5A1yuVpMCg", ts(LEADER_NOW), ts(LEADER_NOW), "admin", "r1"),
-        (0, False, "3Db5QLSqSZieL3rJBUUegA", ts(1730000000450), ts(1730000000450), "admin", "r1"),
-    ])
+    check(
+        replicas,
+        TIME_COLUMNS,
+        TIME_SCHEMA,
+        [
+            (3000, True, "ILZ5MPTeRWakmJu99uBJCA", ts(1730000000480), ts(1730000000480), "admin", "r1"),
+            (3001, True, None, ts(1730000000200), ts(1729999998100), "admin", "r1"),
+            (3002, True, "g42deArWBTRM5A1yuVpMCg", ts(LEADER_NOW), ts(LEADER_NOW), "admin", "r1"),
+            (0, False, "3Db5QLSqSZieL3rJBUUegA", ts(1730000000450), ts(1730000000450), "admin", "r1"),
+        ],
+    )
     check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
 
 
@@ -212,30 +340,48 @@ def test_voter_with_leo_minus_one_has_unknown_offsets_and_times(spark):
         replica(1, 3001, 18530, 1730000000200, -1),
     ]
     snapshots, replicas, _ = run(spark, admin("r1", response(1, voters, []), 1))
-    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA,
-          [snapshot(voters=(3002, 3000, 3001), observers=0)])
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, [
-        (3002, True, 0, "leader", 18542, 0, 0, 0),
-        (3000, True, 1, "follower", None, None, None, None),
-        (3001, True, 2, "follower", 18530, 12, None, 300),
-    ])
-    check(replicas, TIME_COLUMNS, TIME_SCHEMA, [
-        (3002, True, None, ts(LEADER_NOW), ts(LEADER_NOW), "admin", "r1"),
-        (3000, True, None, None, None, "admin", "r1"),
-        (3001, True, None, ts(1730000000200), None, "admin", "r1"),
-    ])
+    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(voters=(3002, 3000, 3001), observers=0)])
+    check(
+        replicas,
+        LAG_COLUMNS,
+        LAG_SCHEMA,
+        [
+            (3002, True, 0, "leader", 18542, 0, 0, 0),
+            (3000, True, 1, "follower", None, None, None, None),
+            (3001, True, 2, "follower", 18530, 12, None, 300),
+        ],
+    )
+    check(
+        replicas,
+        TIME_COLUMNS,
+        TIME_SCHEMA,
+        [
+            (3002, True, None, ts(LEADER_NOW), ts(LEADER_NOW), "admin", "r1"),
+            (3000, True, None, None, None, "admin", "r1"),
+            (3001, True, None, ts(1730000000200), None, "admin", "r1"),
+        ],
+    )
 
 
 def test_unknown_leader_and_high_watermark_are_null(spark):
     """leaderId -1: no leader row, so no leader LEO (offset lags unknown) and ref falls back to the capture time."""
     voters = [replica(1, 3000, 100, 1730000000480, 1730000000480), replica(1, 3001, 90, 1730000000200, -1)]
     snapshots, replicas, _ = run(spark, admin("r1", response(1, voters, [], leader=-1, hw=-1), 1))
-    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA,
-          [snapshot(leader=None, hw=None, voters=(3000, 3001), observers=0, ref_ms=COLLECTED_MS)])
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, [
-        (3000, True, 0, "follower", 100, None, 120, 120),
-        (3001, True, 1, "follower", 90, None, None, 400),
-    ])
+    check(
+        snapshots,
+        SNAPSHOT_COLUMNS,
+        SNAPSHOT_SCHEMA,
+        [snapshot(leader=None, hw=None, voters=(3000, 3001), observers=0, ref_ms=COLLECTED_MS)],
+    )
+    check(
+        replicas,
+        LAG_COLUMNS,
+        LAG_SCHEMA,
+        [
+            (3000, True, 0, "follower", 100, None, 120, 120),
+            (3001, True, 1, "follower", 90, None, None, 400),
+        ],
+    )
 
 
 def test_high_watermark_minus_one_is_null_but_the_rest_is_kept(spark):
@@ -250,17 +396,35 @@ def test_high_watermark_minus_one_is_null_but_the_rest_is_kept(spark):
 ERROR_CASES = {
     # cluster: (api version, response, expected error_code, expected error_message)
     "v2-partition-error-from-a-non-leader": (
-        2, response(2, [], [], leader=0, epoch=0, hw=0, error=6, message=NOT_LEADER), 6, NOT_LEADER),
+        2,
+        response(2, [], [], leader=0, epoch=0, hw=0, error=6, message=NOT_LEADER),
+        6,
+        NOT_LEADER,
+    ),
     "v2-partition-error-empty-message": (2, response(2, [], [], leader=0, epoch=0, hw=0, error=6), 6, None),
     "v1-partition-error-has-no-message-field": (1, response(1, [], [], leader=0, epoch=0, hw=0, error=3), 3, None),
     # DescribeQuorumResponse.getTopLevelErrorResponse: only the error code (and message), no topics.
     "v2-top-level-error-without-topics": (
-        2, {"errorCode": 31, "errorMessage": "Cluster authorization failed.", "topics": [], "nodes": []}, 31,
-        "Cluster authorization failed."),
+        2,
+        {"errorCode": 31, "errorMessage": "Cluster authorization failed.", "topics": [], "nodes": []},
+        31,
+        "Cluster authorization failed.",
+    ),
     "v0-top-level-error-without-topics": (0, {"errorCode": 8, "topics": []}, 8, None),
     "top-level-code-wins-over-partition-code": (
-        2, response(2, scenario_voters(2), scenario_observers(2), error=6, message="partition says", top_error=8,
-                    top_message="top says"), 8, "top says"),
+        2,
+        response(
+            2,
+            scenario_voters(2),
+            scenario_observers(2),
+            error=6,
+            message="partition says",
+            top_error=8,
+            top_message="top says",
+        ),
+        8,
+        "top says",
+    ),
     "top-level-error-with-voters-and-empty-message": (2, response(2, scenario_voters(2), [], top_error=8), 8, None),
 }
 
@@ -268,14 +432,37 @@ ERROR_CASES = {
 def test_error_response_keeps_its_snapshot_with_null_leader_and_no_replica_rows(spark):
     rows = [admin(f"r-{name}", resp, version, cluster=name) for name, (version, resp, _, _) in ERROR_CASES.items()]
     snapshots, replicas, rejected = run(spark, *rows)
-    check(snapshots, ["cluster_id", "api_version", "leader_id", "leader_epoch", "high_watermark", "error_code",
-                      "error_message", "ref_at", "record_ids"],
-          "cluster_id STRING, api_version INT, leader_id INT, leader_epoch INT, high_watermark BIGINT, "
-          "error_code INT, error_message STRING, ref_at TIMESTAMP, record_ids ARRAY<STRING>",
-          [(name, version, None, None, None, code, message,
-            # the leader's clock when the error response still lists it, else the capture time
-            ts(LEADER_NOW) if "with-voters" in name or "wins" in name else ts(COLLECTED_MS), [f"r-{name}"])
-           for name, (version, _, code, message) in ERROR_CASES.items()])
+    check(
+        snapshots,
+        [
+            "cluster_id",
+            "api_version",
+            "leader_id",
+            "leader_epoch",
+            "high_watermark",
+            "error_code",
+            "error_message",
+            "ref_at",
+            "record_ids",
+        ],
+        "cluster_id STRING, api_version INT, leader_id INT, leader_epoch INT, high_watermark BIGINT, "
+        "error_code INT, error_message STRING, ref_at TIMESTAMP, record_ids ARRAY<STRING>",
+        [
+            (
+                name,
+                version,
+                None,
+                None,
+                None,
+                code,
+                message,
+                # the leader's clock when the error response still lists it, else the capture time
+                ts(LEADER_NOW) if "with-voters" in name or "wins" in name else ts(COLLECTED_MS),
+                [f"r-{name}"],
+            )
+            for name, (version, _, code, message) in ERROR_CASES.items()
+        ],
+    )
     assert replicas.collect() == []
     assert rejected.collect() == []
 
@@ -301,12 +488,23 @@ def test_bad_response_shape_is_rejected_with_rule_response_shape(spark):
     rows = [admin(f"r-{name}", resp, 1, cluster=name) for name, resp in BAD_SHAPES.items()]
     snapshots, replicas, rejected = run(spark, *rows)
     assert snapshots.collect() == [] and replicas.collect() == []
-    check(rejected, ["target_table", "failed_rules", "reason", "record_id", "source_file", "ingested_at"],
-          "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record_id STRING, source_file STRING, "
-          "ingested_at TIMESTAMP",
-          [("silver.quorum_snapshots", ["response_shape"],
-            "the response must hold exactly one topic with one partition (__cluster_metadata-0)", f"r-{name}",
-            "file:/landing/quorum/q.jsonl", RUN_1) for name in BAD_SHAPES])
+    check(
+        rejected,
+        ["target_table", "failed_rules", "reason", "record_id", "source_file", "ingested_at"],
+        "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record_id STRING, source_file STRING, "
+        "ingested_at TIMESTAMP",
+        [
+            (
+                "silver.quorum_snapshots",
+                ["response_shape"],
+                "the response must hold exactly one topic with one partition (__cluster_metadata-0)",
+                f"r-{name}",
+                "file:/landing/quorum/q.jsonl",
+                RUN_1,
+            )
+            for name in BAD_SHAPES
+        ],
+    )
     # The quarantined record is the bronze record, payload unchanged.
     records = {json.loads(r["record"])["record_id"]: json.loads(r["record"]) for r in rejected.collect()}
     assert {k: v["payload"] for k, v in records.items()} == {row[0]: row[5] for row in rows}
@@ -318,15 +516,19 @@ def test_replica_entry_without_log_end_offset_is_rejected_and_the_others_kept(sp
     snapshots, replicas, rejected = run(spark, admin("r1", response(1, voters, scenario_observers(1)), 1))
     check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot()])
     check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS[1:])
-    check(rejected, ["target_table", "failed_rules", "record_id"],
-          "target_table STRING, failed_rules ARRAY<STRING>, record_id STRING",
-          [("silver.replica_states", ["replica_fields_present"], "r1")])
+    check(
+        rejected,
+        ["target_table", "failed_rules", "record_id"],
+        "target_table STRING, failed_rules ARRAY<STRING>, record_id STRING",
+        [("silver.replica_states", ["replica_fields_present"], "r1")],
+    )
     assert rejected.first()["reason"].startswith("replica entry without replicaId or logEndOffset: ")
 
 
 def test_unreadable_bronze_records_are_left_to_the_record_readable_quarantine(spark):
     snapshots, replicas, rejected = run(
-        spark, admin("r1", response(1, scenario_voters(1), []), 1, parse_error="malformed JSON"))
+        spark, admin("r1", response(1, scenario_voters(1), []), 1, parse_error="malformed JSON")
+    )
     assert snapshots.collect() == [] and replicas.collect() == [] and rejected.collect() == []
 
 
@@ -335,31 +537,51 @@ def test_unreadable_bronze_records_are_left_to_the_record_readable_quarantine(sp
 
 def test_duplicates_of_a_key_keep_the_later_ingested_record_and_only_its_replica_rows(spark):
     earlier = admin("r-old", response(1, scenario_voters(1), scenario_observers(1), hw=18000), 1, ingested_at=RUN_2)
-    later_voters = [replica(1, 3002, 18600, LEADER_NOW, LEADER_NOW),
-                    replica(1, 3000, 18590, 1730000000490, 1730000000400)]
+    later_voters = [
+        replica(1, 3002, 18600, LEADER_NOW, LEADER_NOW),
+        replica(1, 3000, 18590, 1730000000490, 1730000000400),
+    ]
     later = admin("r-new", response(1, later_voters, [], hw=18600), 1, ingested_at=datetime(2024, 10, 28, 3))
     other = admin("r-other", response(0, scenario_voters(0), []), 0, cluster="c2", ingested_at=RUN_1)
     snapshots, replicas, _ = run(spark, earlier, later, other)
-    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [
-        snapshot(hw=18600, voters=(3002, 3000), observers=0, record_ids=("r-new",)),
-        snapshot(cluster="c2", api_version=0, observers=0, ref_ms=COLLECTED_MS, record_ids=("r-other",)),
-    ])
-    check(replicas.where("cluster_id = 'c1'"), LAG_COLUMNS + ["record_id"], LAG_SCHEMA + ", record_id STRING", [
-        (3002, True, 0, "leader", 18600, 0, 0, 0, "r-new"),
-        (3000, True, 1, "follower", 18590, 10, 100, 10, "r-new"),
-    ])
+    check(
+        snapshots,
+        SNAPSHOT_COLUMNS,
+        SNAPSHOT_SCHEMA,
+        [
+            snapshot(hw=18600, voters=(3002, 3000), observers=0, record_ids=("r-new",)),
+            snapshot(cluster="c2", api_version=0, observers=0, ref_ms=COLLECTED_MS, record_ids=("r-other",)),
+        ],
+    )
+    check(
+        replicas.where("cluster_id = 'c1'"),
+        LAG_COLUMNS + ["record_id"],
+        LAG_SCHEMA + ", record_id STRING",
+        [
+            (3002, True, 0, "leader", 18600, 0, 0, 0, "r-new"),
+            (3000, True, 1, "follower", 18590, 10, 100, 10, "r-new"),
+        ],
+    )
 
 
 def test_tie_response_order_is_kept_in_position(spark):
     """§3.4: on a tie of LEOs the first voter in response order is MaxFollowerLag's pick; keep that order."""
-    voters = [replica(1, 3001, 500, 1730000000490, 1730000000490), replica(1, 3000, 500, 1730000000450, -1),
-              replica(1, 3002, 500, LEADER_NOW, LEADER_NOW)]
+    voters = [
+        replica(1, 3001, 500, 1730000000490, 1730000000490),
+        replica(1, 3000, 500, 1730000000450, -1),
+        replica(1, 3002, 500, LEADER_NOW, LEADER_NOW),
+    ]
     _, replicas, _ = run(spark, admin("r1", response(1, voters, [], hw=500), 1))
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, [
-        (3001, True, 0, "follower", 500, 0, 10, 10),
-        (3000, True, 1, "follower", 500, 0, None, 50),
-        (3002, True, 2, "leader", 500, 0, 0, 0),
-    ])
+    check(
+        replicas,
+        LAG_COLUMNS,
+        LAG_SCHEMA,
+        [
+            (3001, True, 0, "follower", 500, 0, 10, 10),
+            (3000, True, 1, "follower", 500, 0, None, 50),
+            (3002, True, 2, "leader", 500, 0, 0, 0),
+        ],
+    )
 
 
 # --- kafka-metadata-quorum captures ---------------------------------------------------------------------------------
@@ -404,15 +626,34 @@ STATUS_38 = (
     "CurrentObservers:       [0]\n"
 )
 CLI_SNAPSHOT_COLUMNS = SNAPSHOT_COLUMNS + ["kafka_cluster_id", "cli_max_follower_lag", "cli_max_follower_lag_time_ms"]
-CLI_SNAPSHOT_SCHEMA = (SNAPSHOT_SCHEMA + ", kafka_cluster_id STRING, cli_max_follower_lag BIGINT, "
-                       "cli_max_follower_lag_time_ms BIGINT")
+CLI_SNAPSHOT_SCHEMA = (
+    SNAPSHOT_SCHEMA + ", kafka_cluster_id STRING, cli_max_follower_lag BIGINT, cli_max_follower_lag_time_ms BIGINT"
+)
 
 
-def cli_row(leader=3002, epoch=7, hw=18542, ref_ms=LEADER_NOW, record_ids=("rep",), kafka_cluster_id=None,
-            lag=None, lag_ms=None, collected_ms=COLLECTED_MS, observers=1):
-    return snapshot(source="cli", api_version=None, leader=leader, epoch=epoch, hw=hw, ref_ms=ref_ms,
-                    record_ids=record_ids, collected_ms=collected_ms, observers=observers) + (
-        kafka_cluster_id, lag, lag_ms)
+def cli_row(
+    leader=3002,
+    epoch=7,
+    hw=18542,
+    ref_ms=LEADER_NOW,
+    record_ids=("rep",),
+    kafka_cluster_id=None,
+    lag=None,
+    lag_ms=None,
+    collected_ms=COLLECTED_MS,
+    observers=1,
+):
+    return snapshot(
+        source="cli",
+        api_version=None,
+        leader=leader,
+        epoch=epoch,
+        hw=hw,
+        ref_ms=ref_ms,
+        record_ids=record_ids,
+        collected_ms=collected_ms,
+        observers=observers,
+    ) + (kafka_cluster_id, lag, lag_ms)
 
 
 def test_cli_replication_alone_has_no_epoch_or_high_watermark_and_ref_from_the_leader_row(spark):
@@ -421,55 +662,100 @@ def test_cli_replication_alone_has_no_epoch_or_high_watermark_and_ref_from_the_l
     # Without --status the response order is unknown: voters are taken in printed order (leader first).
     row = row[:9] + ([3002, 3000, 3001],) + row[10:]
     check(snapshots, CLI_SNAPSHOT_COLUMNS, CLI_SNAPSHOT_SCHEMA, [row])
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, [
-        (3002, True, 0, "leader", 18542, 0, 0, 0),
-        (3000, True, 1, "follower", 18542, 0, 20, 20),
-        (3001, True, 2, "follower", 18530, 12, 2400, 300),
-        (0, False, 0, "observer", 18542, 0, 50, 50),
-    ])
-    check(replicas, TIME_COLUMNS, TIME_SCHEMA, [
-        (3002, True, "g42deArWBTRM5A1yuVpMCg", ts(LEADER_NOW), ts(LEADER_NOW), "cli", "rep"),
-        (3000, True, "ILZ5MPTeRWakmJu99uBJCA", ts(1730000000480), ts(1730000000480), "cli", "rep"),
-        (3001, True, "b-DwmhtOheTqZzPoh52kfA", ts(1730000000200), ts(1729999998100), "cli", "rep"),
-        (0, False, "3Db5QLSqSZieL3rJBUUegA", ts(1730000000450), ts(1730000000450), "cli", "rep"),
-    ])
+    check(
+        replicas,
+        LAG_COLUMNS,
+        LAG_SCHEMA,
+        [
+            (3002, True, 0, "leader", 18542, 0, 0, 0),
+            (3000, True, 1, "follower", 18542, 0, 20, 20),
+            (3001, True, 2, "follower", 18530, 12, 2400, 300),
+            (0, False, 0, "observer", 18542, 0, 50, 50),
+        ],
+    )
+    check(
+        replicas,
+        TIME_COLUMNS,
+        TIME_SCHEMA,
+        [
+            (3002, True, "g42deArWBTRM5A1yuVpMCg", ts(LEADER_NOW), ts(LEADER_NOW), "cli", "rep"),
+            (3000, True, "ILZ5MPTeRWakmJu99uBJCA", ts(1730000000480), ts(1730000000480), "cli", "rep"),
+            (3001, True, "b-DwmhtOheTqZzPoh52kfA", ts(1730000000200), ts(1729999998100), "cli", "rep"),
+            (0, False, "3Db5QLSqSZieL3rJBUUegA", ts(1730000000450), ts(1730000000450), "cli", "rep"),
+        ],
+    )
     assert rejected.collect() == []
 
 
 def test_cli_status_alone_gives_the_snapshot_and_no_replica_rows(spark):
     snapshots, replicas, rejected = run(spark, capture("st", "status", STATUS_39, cluster="c1"))
-    check(snapshots, CLI_SNAPSHOT_COLUMNS, CLI_SNAPSHOT_SCHEMA,
-          [cli_row(ref_ms=COLLECTED_MS, record_ids=("st",), kafka_cluster_id="MkU3OEVBNTcwNTJENDM2Qk", lag=12,
-                   lag_ms=2400)])
+    check(
+        snapshots,
+        CLI_SNAPSHOT_COLUMNS,
+        CLI_SNAPSHOT_SCHEMA,
+        [
+            cli_row(
+                ref_ms=COLLECTED_MS, record_ids=("st",), kafka_cluster_id="MkU3OEVBNTcwNTJENDM2Qk", lag=12, lag_ms=2400
+            )
+        ],
+    )
     assert replicas.collect() == [] and rejected.collect() == []
 
 
 def test_cli_replication_and_status_together_take_positions_from_the_status_voter_order(spark):
     """The leader is printed first by --replication but is last in the response (and in --status)."""
     snapshots, replicas, rejected = run(
-        spark, capture("rep", "replication", REPLICATION_39), capture("st", "status", STATUS_39))
-    check(snapshots, CLI_SNAPSHOT_COLUMNS, CLI_SNAPSHOT_SCHEMA,
-          [cli_row(record_ids=("rep", "st"), kafka_cluster_id="MkU3OEVBNTcwNTJENDM2Qk", lag=12, lag_ms=2400)])
-    check(replicas, LAG_COLUMNS + ["record_id"], LAG_SCHEMA + ", record_id STRING",
-          [lag + ("rep",) for lag in SCENARIO_LAGS])
+        spark, capture("rep", "replication", REPLICATION_39), capture("st", "status", STATUS_39)
+    )
+    check(
+        snapshots,
+        CLI_SNAPSHOT_COLUMNS,
+        CLI_SNAPSHOT_SCHEMA,
+        [cli_row(record_ids=("rep", "st"), kafka_cluster_id="MkU3OEVBNTcwNTJENDM2Qk", lag=12, lag_ms=2400)],
+    )
+    check(
+        replicas,
+        LAG_COLUMNS + ["record_id"],
+        LAG_SCHEMA + ", record_id STRING",
+        [lag + ("rep",) for lag in SCENARIO_LAGS],
+    )
     assert rejected.collect() == []
 
 
 def test_cli_human_readable_times_are_relative_to_the_capture_time(spark):
     collected = 1730000000500
     snapshots, replicas, _ = run(
-        spark, capture("rep", "replication", REPLICATION_HUMAN, collected_ms=collected),
-        capture("st", "status", STATUS_38, collected_ms=collected))
-    check(snapshots, CLI_SNAPSHOT_COLUMNS, CLI_SNAPSHOT_SCHEMA,
-          [cli_row(ref_ms=collected, record_ids=("rep", "st"), kafka_cluster_id="MkU3OEVBNTcwNTJENDM2Qk",
-                   lag=12, lag_ms=2400, collected_ms=collected)])
+        spark,
+        capture("rep", "replication", REPLICATION_HUMAN, collected_ms=collected),
+        capture("st", "status", STATUS_38, collected_ms=collected),
+    )
+    check(
+        snapshots,
+        CLI_SNAPSHOT_COLUMNS,
+        CLI_SNAPSHOT_SCHEMA,
+        [
+            cli_row(
+                ref_ms=collected,
+                record_ids=("rep", "st"),
+                kafka_cluster_id="MkU3OEVBNTcwNTJENDM2Qk",
+                lag=12,
+                lag_ms=2400,
+                collected_ms=collected,
+            )
+        ],
+    )
     check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
-    check(replicas, TIME_COLUMNS, TIME_SCHEMA, [
-        (3000, True, None, ts(collected - 20), ts(collected - 20), "cli", "rep"),
-        (3001, True, None, ts(collected - 300), ts(collected - 2400), "cli", "rep"),
-        (3002, True, None, ts(collected), ts(collected), "cli", "rep"),
-        (0, False, None, ts(collected - 50), ts(collected - 50), "cli", "rep"),
-    ])
+    check(
+        replicas,
+        TIME_COLUMNS,
+        TIME_SCHEMA,
+        [
+            (3000, True, None, ts(collected - 20), ts(collected - 20), "cli", "rep"),
+            (3001, True, None, ts(collected - 300), ts(collected - 2400), "cli", "rep"),
+            (3002, True, None, ts(collected), ts(collected), "cli", "rep"),
+            (0, False, None, ts(collected - 50), ts(collected - 50), "cli", "rep"),
+        ],
+    )
 
 
 def test_cli_voter_with_leo_minus_one(spark):
@@ -479,21 +765,31 @@ def test_cli_voter_with_leo_minus_one(spark):
         "3000  \t-1          \t18543\t-1                \t-1                   \tFollower\t\n"
     )
     _, replicas, _ = run(spark, capture("rep", "replication", text))
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, [
-        (3002, True, 0, "leader", 18542, 0, 0, 0),
-        (3000, True, 1, "follower", None, None, None, None),
-    ])
+    check(
+        replicas,
+        LAG_COLUMNS,
+        LAG_SCHEMA,
+        [
+            (3002, True, 0, "leader", 18542, 0, 0, 0),
+            (3000, True, 1, "follower", None, None, None, None),
+        ],
+    )
 
 
 BROKEN_CAPTURES = {
     # cluster: (replication text, status text, reason)
     "row-with-a-missing-cell": (REPLICATION_39.replace("\t12 \t", "\t"), None, "line 4: expected 7 cells, found 6"),
     "no-leader-row": (REPLICATION_39.replace("Leader  ", "Follower"), None, "no Leader row (expected exactly one)"),
-    "status-without-epoch": (None, STATUS_39.replace("LeaderEpoch:            7\n", ""),
-                             "missing label(s) LeaderEpoch"),
-    "captures-disagree": (REPLICATION_39, STATUS_39.replace("LeaderId:               3002",
-                                                            "LeaderId:               3000"),
-                          "--status says leader 3000 but --replication says 3002"),
+    "status-without-epoch": (
+        None,
+        STATUS_39.replace("LeaderEpoch:            7\n", ""),
+        "missing label(s) LeaderEpoch",
+    ),
+    "captures-disagree": (
+        REPLICATION_39,
+        STATUS_39.replace("LeaderId:               3002", "LeaderId:               3000"),
+        "--status says leader 3000 but --replication says 3002",
+    ),
 }
 
 
@@ -510,8 +806,12 @@ def test_broken_cli_capture_is_rejected_with_rule_cli_capture_parses(spark):
         expected.append(("silver.quorum_snapshots", ["cli_capture_parses"], reason, "+".join(ids)))
     snapshots, replicas, rejected = run(spark, *rows)
     assert snapshots.collect() == [] and replicas.collect() == []
-    check(rejected, ["target_table", "failed_rules", "reason", "record_id"],
-          "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record_id STRING", expected)
+    check(
+        rejected,
+        ["target_table", "failed_rules", "reason", "record_id"],
+        "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record_id STRING",
+        expected,
+    )
     # Each quarantined snapshot holds every capture it was built from, text unchanged.
     held = sorted((r["record_id"], r["payload"]) for q in rejected.collect() for r in json.loads(q["record"]))
     assert held == sorted((r[0], r[5]) for r in rows)
@@ -520,45 +820,74 @@ def test_broken_cli_capture_is_rejected_with_rule_cli_capture_parses(spark):
 def test_cli_capture_sent_twice_keeps_the_later_ingested_one(spark):
     older = REPLICATION_39.replace("18530       \t12 ", "18500       \t42 ")
     snapshots, replicas, _ = run(
-        spark, capture("rep-new", "replication", REPLICATION_39, ingested_at=RUN_2),
-        capture("rep-old", "replication", older, ingested_at=RUN_1))
+        spark,
+        capture("rep-new", "replication", REPLICATION_39, ingested_at=RUN_2),
+        capture("rep-old", "replication", older, ingested_at=RUN_1),
+    )
     assert [r["record_ids"] for r in snapshots.collect()] == [["rep-new"]]
-    check(replicas.where("replica_id = 3001"), ["replica_id", "log_end_offset", "offset_lag", "record_id"],
-          "replica_id INT, log_end_offset BIGINT, offset_lag BIGINT, record_id STRING",
-          [(3001, 18530, 12, "rep-new")])
+    check(
+        replicas.where("replica_id = 3001"),
+        ["replica_id", "log_end_offset", "offset_lag", "record_id"],
+        "replica_id INT, log_end_offset BIGINT, offset_lag BIGINT, record_id STRING",
+        [(3001, 18530, 12, "rep-new")],
+    )
 
 
 def test_cli_cluster_comes_from_the_path_and_captures_of_other_times_stay_apart(spark):
     snapshots, _, _ = run(
-        spark, capture("a", "replication", REPLICATION_39, cluster="kraft-a"),
-        capture("b", "status", STATUS_39, cluster="kraft-a", collected_ms=COLLECTED_MS + 1000))
-    check(snapshots, ["cluster_id", "collected_at", "leader_epoch", "record_ids", "kafka_cluster_id"],
-          "cluster_id STRING, collected_at TIMESTAMP, leader_epoch INT, record_ids ARRAY<STRING>, "
-          "kafka_cluster_id STRING",
-          [("kraft-a", ts(COLLECTED_MS), None, ["a"], None),
-           ("kraft-a", ts(COLLECTED_MS + 1000), 7, ["b"], "MkU3OEVBNTcwNTJENDM2Qk")])
+        spark,
+        capture("a", "replication", REPLICATION_39, cluster="kraft-a"),
+        capture("b", "status", STATUS_39, cluster="kraft-a", collected_ms=COLLECTED_MS + 1000),
+    )
+    check(
+        snapshots,
+        ["cluster_id", "collected_at", "leader_epoch", "record_ids", "kafka_cluster_id"],
+        "cluster_id STRING, collected_at TIMESTAMP, leader_epoch INT, record_ids ARRAY<STRING>, "
+        "kafka_cluster_id STRING",
+        [
+            ("kraft-a", ts(COLLECTED_MS), None, ["a"], None),
+            ("kraft-a", ts(COLLECTED_MS + 1000), 7, ["b"], "MkU3OEVBNTcwNTJENDM2Qk"),
+        ],
+    )
 
 
 # --- cli_snapshot (pure Python) -------------------------------------------------------------------------------------
 
 
 def _replicas(snap: dict) -> list[tuple]:
-    return [(r["replica_id"], r["is_voter"], r["position"], r["is_leader"], r["log_end_offset"]) for r in
-            snap["replicas"]]
+    return [
+        (r["replica_id"], r["is_voter"], r["position"], r["is_leader"], r["log_end_offset"]) for r in snap["replicas"]
+    ]
 
 
 def test_cli_snapshot_replication_only():
     snap = cli_snapshot(REPLICATION_39, None, COLLECTED_MS)
     assert {k: v for k, v in snap.items() if k != "replicas"} == {
-        "error": None, "kafka_cluster_id": None, "leader_id": 3002, "leader_epoch": None, "high_watermark": None,
-        "voter_ids": [3002, 3000, 3001], "observer_count": 1, "ref_ms": LEADER_NOW, "max_follower_lag": None,
+        "error": None,
+        "kafka_cluster_id": None,
+        "leader_id": 3002,
+        "leader_epoch": None,
+        "high_watermark": None,
+        "voter_ids": [3002, 3000, 3001],
+        "observer_count": 1,
+        "ref_ms": LEADER_NOW,
+        "max_follower_lag": None,
         "max_follower_lag_time_ms": None,
     }
-    assert _replicas(snap) == [(3002, True, 0, True, 18542), (3000, True, 1, False, 18542),
-                               (3001, True, 2, False, 18530), (0, False, 0, False, 18542)]
+    assert _replicas(snap) == [
+        (3002, True, 0, True, 18542),
+        (3000, True, 1, False, 18542),
+        (3001, True, 2, False, 18530),
+        (0, False, 0, False, 18542),
+    ]
     assert snap["replicas"][2] == {
-        "replica_id": 3001, "is_voter": True, "position": 2, "replica_directory_id": "b-DwmhtOheTqZzPoh52kfA",
-        "log_end_offset": 18530, "last_fetch_ms": 1730000000200, "last_caught_up_ms": 1729999998100,
+        "replica_id": 3001,
+        "is_voter": True,
+        "position": 2,
+        "replica_directory_id": "b-DwmhtOheTqZzPoh52kfA",
+        "log_end_offset": 18530,
+        "last_fetch_ms": 1730000000200,
+        "last_caught_up_ms": 1729999998100,
         "is_leader": False,
     }
 
@@ -566,9 +895,17 @@ def test_cli_snapshot_replication_only():
 def test_cli_snapshot_status_only():
     snap = cli_snapshot(None, STATUS_38, COLLECTED_MS)
     assert snap == {
-        "error": None, "kafka_cluster_id": "MkU3OEVBNTcwNTJENDM2Qk", "leader_id": 3002, "leader_epoch": 7,
-        "high_watermark": 18542, "voter_ids": [3000, 3001, 3002], "observer_count": 1, "ref_ms": COLLECTED_MS,
-        "max_follower_lag": 12, "max_follower_lag_time_ms": 2400, "replicas": [],
+        "error": None,
+        "kafka_cluster_id": "MkU3OEVBNTcwNTJENDM2Qk",
+        "leader_id": 3002,
+        "leader_epoch": 7,
+        "high_watermark": 18542,
+        "voter_ids": [3000, 3001, 3002],
+        "observer_count": 1,
+        "ref_ms": COLLECTED_MS,
+        "max_follower_lag": 12,
+        "max_follower_lag_time_ms": 2400,
+        "replicas": [],
     }
 
 
@@ -576,12 +913,23 @@ def test_cli_snapshot_both_uses_status_order_and_human_readable_times():
     snap = cli_snapshot(REPLICATION_HUMAN, STATUS_38, 1730000000500)
     assert snap["voter_ids"] == [3000, 3001, 3002]
     assert (snap["leader_id"], snap["leader_epoch"], snap["high_watermark"], snap["ref_ms"]) == (
-        3002, 7, 18542, 1730000000500)
-    assert _replicas(snap) == [(3002, True, 2, True, 18542), (3000, True, 0, False, 18542),
-                               (3001, True, 1, False, 18530), (0, False, 0, False, 18542)]
+        3002,
+        7,
+        18542,
+        1730000000500,
+    )
+    assert _replicas(snap) == [
+        (3002, True, 2, True, 18542),
+        (3000, True, 0, False, 18542),
+        (3001, True, 1, False, 18530),
+        (0, False, 0, False, 18542),
+    ]
     assert [(r["last_fetch_ms"], r["last_caught_up_ms"]) for r in snap["replicas"]] == [
-        (1730000000500, 1730000000500), (1730000000480, 1730000000480), (1730000000200, 1729999998100),
-        (1730000000450, 1730000000450)]
+        (1730000000500, 1730000000500),
+        (1730000000480, 1730000000480),
+        (1730000000200, 1729999998100),
+        (1730000000450, 1730000000450),
+    ]
 
 
 def test_cli_snapshot_unknown_high_watermark_and_leo():
@@ -593,22 +941,39 @@ def test_cli_snapshot_unknown_high_watermark_and_leo():
     )
     snap = cli_snapshot(replication, status, COLLECTED_MS)
     assert snap["high_watermark"] is None
-    assert snap["replicas"][1] == {"replica_id": 3000, "is_voter": True, "position": 0, "replica_directory_id": None,
-                                   "log_end_offset": None, "last_fetch_ms": None, "last_caught_up_ms": None,
-                                   "is_leader": False}
+    assert snap["replicas"][1] == {
+        "replica_id": 3000,
+        "is_voter": True,
+        "position": 0,
+        "replica_directory_id": None,
+        "log_end_offset": None,
+        "last_fetch_ms": None,
+        "last_caught_up_ms": None,
+        "is_leader": False,
+    }
 
 
 @pytest.mark.parametrize(
     ("replication", "status", "error"),
     [
         ("", None, "empty capture: no header"),
-        ("Error while executing: TimeoutException\n", None,
-         "line 1: no header (missing column(s) NodeId, LogEndOffset, Lag, LastFetchTimestamp, "
-         "LastCaughtUpTimestamp, Status)"),
-        (None, "LeaderId: x\n", "missing label(s) ClusterId, LeaderEpoch, HighWatermark, MaxFollowerLag, "
-                                "MaxFollowerLagTimeMs, CurrentVoters, CurrentObservers"),
-        (REPLICATION_39, STATUS_39.replace("LeaderId:               3002", "LeaderId:               3001"),
-         "--status says leader 3001 but --replication says 3002"),
+        (
+            "Error while executing: TimeoutException\n",
+            None,
+            "line 1: no header (missing column(s) NodeId, LogEndOffset, Lag, LastFetchTimestamp, "
+            "LastCaughtUpTimestamp, Status)",
+        ),
+        (
+            None,
+            "LeaderId: x\n",
+            "missing label(s) ClusterId, LeaderEpoch, HighWatermark, MaxFollowerLag, "
+            "MaxFollowerLagTimeMs, CurrentVoters, CurrentObservers",
+        ),
+        (
+            REPLICATION_39,
+            STATUS_39.replace("LeaderId:               3002", "LeaderId:               3001"),
+            "--status says leader 3001 but --replication says 3002",
+        ),
     ],
 )
 def test_cli_snapshot_reports_broken_captures(replication, status, error):

@@ -27,6 +27,7 @@ INTERVAL_MS = ALL.interval_s * 1000
 
 # --- helpers --------------------------------------------------------------------------------------------------------
 
+
 def read_text(path: Path) -> str:
     data = path.read_bytes()
     return (gzip.decompress(data) if path.name.endswith(".gz") else data).decode("utf-8")
@@ -37,8 +38,7 @@ def files(root: Path, pattern: str) -> list[Path]:
 
 
 def jsonl(root: Path, folder: str) -> list[dict]:
-    return [json.loads(line) for p in files(root / folder, r"\.jsonl(\.gz)?$")
-            for line in read_text(p).splitlines()]
+    return [json.loads(line) for p in files(root / folder, r"\.jsonl(\.gz)?$") for line in read_text(p).splitlines()]
 
 
 def step_of(ms: int) -> int:
@@ -66,36 +66,54 @@ def caught_up_lags(response: dict) -> dict[int, int | None]:
     """caught_up_lag_ms per voter (contract §2: ref = the leader's own lastCaughtUpTimestamp)."""
     p = partition_of(response)
     ref = [v for v in p["currentVoters"] if v["replicaId"] == p["leaderId"]][0]["lastCaughtUpTimestamp"]
-    return {v["replicaId"]: None if v["lastCaughtUpTimestamp"] == -1 else ref - v["lastCaughtUpTimestamp"]
-            for v in p["currentVoters"]}
+    return {
+        v["replicaId"]: None if v["lastCaughtUpTimestamp"] == -1 else ref - v["lastCaughtUpTimestamp"]
+        for v in p["currentVoters"]
+    }
 
 
 # Canonical name -> (Strimzi series, jmx_exporter default series, (Jolokia mbean, attribute))
 METRICS = {
-    "active_controller_count": ("kafka_controller_kafkacontroller_activecontrollercount",
-                                'kafka_controller_KafkaController_Value{name="ActiveControllerCount"}',
-                                ("kafka.controller:type=KafkaController,name=ActiveControllerCount", "Value")),
-    "last_committed": ("kafka_controller_kafkacontroller_lastcommittedrecordoffset",
-                       'kafka_controller_KafkaController_Value{name="LastCommittedRecordOffset"}',
-                       ("kafka.controller:type=KafkaController,name=LastCommittedRecordOffset", "Value")),
-    "offline": ("kafka_controller_kafkacontroller_offlinepartitionscount",
-                'kafka_controller_KafkaController_Value{name="OfflinePartitionsCount"}',
-                ("kafka.controller:type=KafkaController,name=OfflinePartitionsCount", "Value")),
-    "broker_applied": ("kafka_server_brokermetadatametrics_last_applied_record_offset",
-                       "kafka_server_broker_metadata_metrics_last_applied_record_offset",
-                       ("kafka.server:type=broker-metadata-metrics", "last-applied-record-offset")),
-    "broker_lag_ms": ("kafka_server_brokermetadatametrics_last_applied_record_lag_ms",
-                      "kafka_server_broker_metadata_metrics_last_applied_record_lag_ms",
-                      ("kafka.server:type=broker-metadata-metrics", "last-applied-record-lag-ms")),
-    "at_min": ("kafka_server_replicamanager_atminisrpartitioncount",
-               'kafka_server_ReplicaManager_Value{name="AtMinIsrPartitionCount"}',
-               ("kafka.server:type=ReplicaManager,name=AtMinIsrPartitionCount", "Value")),
-    "under_min": ("kafka_server_replicamanager_underminisrpartitioncount",
-                  'kafka_server_ReplicaManager_Value{name="UnderMinIsrPartitionCount"}',
-                  ("kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount", "Value")),
-    "under_replicated": ("kafka_server_replicamanager_underreplicatedpartitions",
-                         'kafka_server_ReplicaManager_Value{name="UnderReplicatedPartitions"}',
-                         ("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions", "Value")),
+    "active_controller_count": (
+        "kafka_controller_kafkacontroller_activecontrollercount",
+        'kafka_controller_KafkaController_Value{name="ActiveControllerCount"}',
+        ("kafka.controller:type=KafkaController,name=ActiveControllerCount", "Value"),
+    ),
+    "last_committed": (
+        "kafka_controller_kafkacontroller_lastcommittedrecordoffset",
+        'kafka_controller_KafkaController_Value{name="LastCommittedRecordOffset"}',
+        ("kafka.controller:type=KafkaController,name=LastCommittedRecordOffset", "Value"),
+    ),
+    "offline": (
+        "kafka_controller_kafkacontroller_offlinepartitionscount",
+        'kafka_controller_KafkaController_Value{name="OfflinePartitionsCount"}',
+        ("kafka.controller:type=KafkaController,name=OfflinePartitionsCount", "Value"),
+    ),
+    "broker_applied": (
+        "kafka_server_brokermetadatametrics_last_applied_record_offset",
+        "kafka_server_broker_metadata_metrics_last_applied_record_offset",
+        ("kafka.server:type=broker-metadata-metrics", "last-applied-record-offset"),
+    ),
+    "broker_lag_ms": (
+        "kafka_server_brokermetadatametrics_last_applied_record_lag_ms",
+        "kafka_server_broker_metadata_metrics_last_applied_record_lag_ms",
+        ("kafka.server:type=broker-metadata-metrics", "last-applied-record-lag-ms"),
+    ),
+    "at_min": (
+        "kafka_server_replicamanager_atminisrpartitioncount",
+        'kafka_server_ReplicaManager_Value{name="AtMinIsrPartitionCount"}',
+        ("kafka.server:type=ReplicaManager,name=AtMinIsrPartitionCount", "Value"),
+    ),
+    "under_min": (
+        "kafka_server_replicamanager_underminisrpartitioncount",
+        'kafka_server_ReplicaManager_Value{name="UnderMinIsrPartitionCount"}',
+        ("kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount", "Value"),
+    ),
+    "under_replicated": (
+        "kafka_server_replicamanager_underreplicatedpartitions",
+        'kafka_server_ReplicaManager_Value{name="UnderReplicatedPartitions"}',
+        ("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions", "Value"),
+    ),
 }
 
 
@@ -156,6 +174,7 @@ def fleet(tmp_path_factory) -> Fleet:
 
 # --- determinism, summary, progress ---------------------------------------------------------------------------------
 
+
 def test_same_spec_gives_byte_identical_files(tmp_path):
     spec = FleetSpec(clusters=len(SCENARIOS), scenarios=tuple(SCENARIOS), hours=0.4)
     first, second = tmp_path / "a", tmp_path / "b"
@@ -203,15 +222,34 @@ def test_bad_spec_is_rejected(tmp_path):
 
 
 def test_small_and_odd_fleets_generate(tmp_path):
-    spec = FleetSpec(clusters=len(SCENARIOS), brokers=1, controllers=1, topics=1, partitions=1, hours=0.02,
-                     interval_s=5, scenarios=tuple(SCENARIOS))
+    spec = FleetSpec(
+        clusters=len(SCENARIOS),
+        brokers=1,
+        controllers=1,
+        topics=1,
+        partitions=1,
+        hours=0.02,
+        interval_s=5,
+        scenarios=tuple(SCENARIOS),
+    )
     summary = generate(tmp_path / "tiny", spec)
     assert summary.records["describe_quorum_json"] >= len(SCENARIOS) * summary.steps
-    generate(tmp_path / "wide", FleetSpec(clusters=3, brokers=6, controllers=5, topics=10, partitions=2, hours=0.1,
-                                          scenarios=("broker-failure", "leader-election", "lagging-voter")))
+    generate(
+        tmp_path / "wide",
+        FleetSpec(
+            clusters=3,
+            brokers=6,
+            controllers=5,
+            topics=10,
+            partitions=2,
+            hours=0.1,
+            scenarios=("broker-failure", "leader-election", "lagging-voter"),
+        ),
+    )
 
 
 # --- formats --------------------------------------------------------------------------------------------------------
+
 
 def test_quorum_lines_follow_the_json_converter_for_their_version(fleet):
     replica_keys = {
@@ -225,11 +263,17 @@ def test_quorum_lines_follow_the_json_converter_for_their_version(fleet):
             assert list(record) == ["cluster_id", "collected_at_ms", "api_version", "response"]
             assert line == json.dumps(record, separators=(",", ":"))
             v, response = record["api_version"], record["response"]
-            assert list(response) == (["errorCode", "topics"] if v < 2 else ["errorCode", "errorMessage", "topics",
-                                                                              "nodes"])
+            assert list(response) == (
+                ["errorCode", "topics"] if v < 2 else ["errorCode", "errorMessage", "topics", "nodes"]
+            )
             p0 = partition_of(response)
             assert list(p0) == ["partitionIndex", "errorCode"] + (["errorMessage"] if v == 2 else []) + [
-                "leaderId", "leaderEpoch", "highWatermark", "currentVoters", "observers"]
+                "leaderId",
+                "leaderEpoch",
+                "highWatermark",
+                "currentVoters",
+                "observers",
+            ]
             for r in p0["currentVoters"] + p0["observers"]:
                 assert list(r) == replica_keys[v]
             if v == 2:
@@ -251,16 +295,40 @@ def test_voters_in_hashmap_order_and_leader_not_always_first(fleet):
 
 def test_describe_quorum_examples_render_exactly():
     """The constructed examples of kafka-surfaces.md §1.5, §3.2 and §3.3."""
-    dirs = {3000: "ILZ5MPTeRWakmJu99uBJCA", 3001: "b-DwmhtOheTqZzPoh52kfA", 3002: "g42deArWBTRM5A1yuVpMCg",
-            0: "3Db5QLSqSZieL3rJBUUegA"}
-    topo = ClusterTopology(0, "c", "healthy", "MkU3OEVBNTcwNTJENDM2Qk", 2, "strimzi", False, (0,),
-                           (3000, 3001, 3002), dirs, {3000: "controller-0", 3001: "controller-1", 3002: "controller-2"},
-                           ())
-    view = QuorumView(1730000000600, 0, 3002, 7, 18542, (
-        ReplicaView(3000, dirs[3000], 18542, 1730000000480, 1730000000480),
-        ReplicaView(3001, dirs[3001], 18530, 1730000000200, 1729999998100),
-        ReplicaView(3002, dirs[3002], 18542, 1730000000500, 1730000000500),
-    ), (ReplicaView(0, dirs[0], 18542, 1730000000450, 1730000000450),))
+    dirs = {
+        3000: "ILZ5MPTeRWakmJu99uBJCA",
+        3001: "b-DwmhtOheTqZzPoh52kfA",
+        3002: "g42deArWBTRM5A1yuVpMCg",
+        0: "3Db5QLSqSZieL3rJBUUegA",
+    }
+    topo = ClusterTopology(
+        0,
+        "c",
+        "healthy",
+        "MkU3OEVBNTcwNTJENDM2Qk",
+        2,
+        "strimzi",
+        False,
+        (0,),
+        (3000, 3001, 3002),
+        dirs,
+        {3000: "controller-0", 3001: "controller-1", 3002: "controller-2"},
+        (),
+    )
+    view = QuorumView(
+        1730000000600,
+        0,
+        3002,
+        7,
+        18542,
+        (
+            ReplicaView(3000, dirs[3000], 18542, 1730000000480, 1730000000480),
+            ReplicaView(3001, dirs[3001], 18530, 1730000000200, 1729999998100),
+            ReplicaView(3002, dirs[3002], 18542, 1730000000500, 1730000000500),
+        ),
+        (ReplicaView(0, dirs[0], 18542, 1730000000450, 1730000000450),),
+    )
+
     def compact(version: int) -> str:
         return json.dumps(describe_quorum_response(view, version, topo), separators=(",", ":"))
 
@@ -268,28 +336,37 @@ def test_describe_quorum_examples_render_exactly():
         '{"errorCode":0,"topics":[{"topicName":"__cluster_metadata","partitions":[{"partitionIndex":0,"errorCode":0,'
         '"leaderId":3002,"leaderEpoch":7,"highWatermark":18542,"currentVoters":[{"replicaId":3000,'
         '"logEndOffset":18542},{"replicaId":3001,"logEndOffset":18530},{"replicaId":3002,"logEndOffset":18542}],'
-        '"observers":[{"replicaId":0,"logEndOffset":18542}]}]}]}')
-    assert '{"replicaId":3001,"logEndOffset":18530,"lastFetchTimestamp":1730000000200,' \
-           '"lastCaughtUpTimestamp":1729999998100}' in compact(1)
-    assert compact(2).startswith('{"errorCode":0,"errorMessage":"","topics":[{"topicName":"__cluster_metadata",'
-                                 '"partitions":[{"partitionIndex":0,"errorCode":0,"errorMessage":"","leaderId":3002,')
-    assert compact(2).endswith('"nodes":[{"nodeId":3000,"listeners":[{"name":"CONTROLLER","host":"controller-0",'
-                               '"port":9093}]},{"nodeId":3001,"listeners":[{"name":"CONTROLLER","host":"controller-1",'
-                               '"port":9093}]},{"nodeId":3002,"listeners":[{"name":"CONTROLLER","host":"controller-2",'
-                               '"port":9093}]}]}')
+        '"observers":[{"replicaId":0,"logEndOffset":18542}]}]}]}'
+    )
+    assert (
+        '{"replicaId":3001,"logEndOffset":18530,"lastFetchTimestamp":1730000000200,'
+        '"lastCaughtUpTimestamp":1729999998100}' in compact(1)
+    )
+    assert compact(2).startswith(
+        '{"errorCode":0,"errorMessage":"","topics":[{"topicName":"__cluster_metadata",'
+        '"partitions":[{"partitionIndex":0,"errorCode":0,"errorMessage":"","leaderId":3002,'
+    )
+    assert compact(2).endswith(
+        '"nodes":[{"nodeId":3000,"listeners":[{"name":"CONTROLLER","host":"controller-0",'
+        '"port":9093}]},{"nodeId":3001,"listeners":[{"name":"CONTROLLER","host":"controller-1",'
+        '"port":9093}]},{"nodeId":3002,"listeners":[{"name":"CONTROLLER","host":"controller-2",'
+        '"port":9093}]}]}'
+    )
     v2 = describe_quorum_response(view, 2, topo)
     assert replication_text(v2, (3, 9), False, 1730000000600) == (
         "NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
         "3002  \tg42deArWBTRM5A1yuVpMCg\t18542       \t0  \t1730000000500     \t1730000000500        \tLeader  \t\n"
         "3000  \tILZ5MPTeRWakmJu99uBJCA\t18542       \t0  \t1730000000480     \t1730000000480        \tFollower\t\n"
         "3001  \tb-DwmhtOheTqZzPoh52kfA\t18530       \t12 \t1730000000200     \t1729999998100        \tFollower\t\n"
-        "0     \t3Db5QLSqSZieL3rJBUUegA\t18542       \t0  \t1730000000450     \t1730000000450        \tObserver\t\n")
+        "0     \t3Db5QLSqSZieL3rJBUUegA\t18542       \t0  \t1730000000450     \t1730000000450        \tObserver\t\n"
+    )
     assert replication_text(describe_quorum_response(view, 1, topo), (3, 7), True, 1730000000500) == (
         "NodeId\tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
         "3002  \t18542       \t0  \t0 ms ago          \t0 ms ago             \tLeader  \t\n"
         "3000  \t18542       \t0  \t20 ms ago         \t20 ms ago            \tFollower\t\n"
         "3001  \t18530       \t12 \t300 ms ago        \t2400 ms ago          \tFollower\t\n"
-        "0     \t18542       \t0  \t50 ms ago         \t50 ms ago            \tObserver\t\n")
+        "0     \t18542       \t0  \t50 ms ago         \t50 ms ago            \tObserver\t\n"
+    )
     assert status_text(v2, (3, 9), topo.kafka_cluster_id) == (
         "ClusterId:              MkU3OEVBNTcwNTJENDM2Qk\n"
         "LeaderId:               3002\n"
@@ -301,18 +378,29 @@ def test_describe_quorum_examples_render_exactly():
         '["CONTROLLER://controller-0:9093"]}, {"id": 3001, "directoryId": "b-DwmhtOheTqZzPoh52kfA", "endpoints": '
         '["CONTROLLER://controller-1:9093"]}, {"id": 3002, "directoryId": "g42deArWBTRM5A1yuVpMCg", "endpoints": '
         '["CONTROLLER://controller-2:9093"]}]\n'
-        'CurrentObservers:       [{"id": 0, "directoryId": "3Db5QLSqSZieL3rJBUUegA"}]\n')
+        'CurrentObservers:       [{"id": 0, "directoryId": "3Db5QLSqSZieL3rJBUUegA"}]\n'
+    )
     assert status_text(describe_quorum_response(view, 1, topo), (3, 7), topo.kafka_cluster_id).endswith(
-        "CurrentVoters:          [3000,3001,3002]\nCurrentObservers:       [0]\n")
+        "CurrentVoters:          [3000,3001,3002]\nCurrentObservers:       [0]\n"
+    )
     assert status_text(describe_quorum_response(view, 0, topo), (3, 4), topo.kafka_cluster_id).endswith(
         "MaxFollowerLag:         12\nMaxFollowerLagTimeMs:   -1\n"
-        "CurrentVoters:          [3000,3001,3002]\nCurrentObservers:       [0]\n\n")
+        "CurrentVoters:          [3000,3001,3002]\nCurrentObservers:       [0]\n\n"
+    )
 
 
 def test_cli_captures_are_well_formed_and_match_the_json_of_the_same_instant(fleet):
     by_instant = {(r["cluster_id"], r["collected_at_ms"]): r for rs in fleet.quorum.values() for r in rs}
-    labels = ["ClusterId:", "LeaderId:", "LeaderEpoch:", "HighWatermark:", "MaxFollowerLag:", "MaxFollowerLagTimeMs:",
-              "CurrentVoters:", "CurrentObservers:"]
+    labels = [
+        "ClusterId:",
+        "LeaderId:",
+        "LeaderEpoch:",
+        "HighWatermark:",
+        "MaxFollowerLag:",
+        "MaxFollowerLagTimeMs:",
+        "CurrentVoters:",
+        "CurrentObservers:",
+    ]
     statuses = files(fleet.root / "quorum", r"\.status\.txt(\.gz)?$")
     assert len(statuses) > 100
     seen_unknown_time = seen_human = False
@@ -347,8 +435,10 @@ def test_cli_captures_are_well_formed_and_match_the_json_of_the_same_instant(fle
         for t in table:
             r = replicas[int(t["NodeId"])]
             assert int(t["Lag"]) == leader_leo - r["logEndOffset"]
-            for column, key in (("LastFetchTimestamp", "lastFetchTimestamp"),
-                                ("LastCaughtUpTimestamp", "lastCaughtUpTimestamp")):
+            for column, key in (
+                ("LastFetchTimestamp", "lastFetchTimestamp"),
+                ("LastCaughtUpTimestamp", "lastCaughtUpTimestamp"),
+            ):
                 ts = r.get(key, -1)
                 if t[column].endswith(" ms ago"):
                     seen_human = True
@@ -372,9 +462,14 @@ def test_topics_captures_match_the_partition_lines(fleet):
         for line in text.splitlines():
             f = line.split("\t")
             if line.startswith("Topic: "):
-                assert [x.split(":")[0] for x in f] == ["Topic", "TopicId", "PartitionCount", "ReplicationFactor",
-                                                        "Configs"]
-                configs = f[4][len("Configs: "):]
+                assert [x.split(":")[0] for x in f] == [
+                    "Topic",
+                    "TopicId",
+                    "PartitionCount",
+                    "ReplicationFactor",
+                    "Configs",
+                ]
+                configs = f[4][len("Configs: ") :]
                 topic_min_isr[f[0][7:]] = int(configs.split("=")[1]) if configs else 1
                 continue
             assert f[0] == ""
@@ -434,6 +529,7 @@ def test_java_double_to_string():
 
 # --- Kafka semantics ------------------------------------------------------------------------------------------------
 
+
 def test_leader_entry_and_high_watermark_semantics(fleet):
     for cluster, records in fleet.quorum.items():
         previous_hw = None
@@ -492,6 +588,7 @@ def test_metrics_agree_with_quorum_and_partitions(fleet):
 
 # --- scenario signatures --------------------------------------------------------------------------------------------
 
+
 def test_healthy_cluster_stays_healthy(fleet):
     for r in fleet.ok_quorum("healthy"):
         assert all(lag is not None and lag <= 2000 for lag in caught_up_lags(r["response"]).values())
@@ -518,10 +615,10 @@ def test_lagging_voter_signature(fleet):
     node = lagging_voters.pop()
     in_window = [r for r in fleet.ok_quorum("lagging-voter") if start <= r["collected_at_ms"] < end]
     states = [[v for v in partition_of(r["response"])["currentVoters"] if v["replicaId"] == node][0] for r in in_window]
-    assert len({s["lastCaughtUpTimestamp"] for s in states}) == 1           # frozen
-    assert len({s["lastFetchTimestamp"] for s in states}) == len(states)    # still fetching
+    assert len({s["lastCaughtUpTimestamp"] for s in states}) == 1  # frozen
+    assert len({s["lastFetchTimestamp"] for s in states}) == len(states)  # still fetching
     offsets = [partition_of(r["response"])["highWatermark"] - s["logEndOffset"] for r, s in zip(in_window, states)]
-    assert offsets[-1] > offsets[0] > 0                                     # falling further behind
+    assert offsets[-1] > offsets[0] > 0  # falling further behind
 
 
 def test_network_partition_signature(fleet):
@@ -583,8 +680,10 @@ def test_broker_failure_signature(fleet):
     final = snapshots[-1][1]
     assert all(r["isr"] == r["replicas"] and r["leader"] == r["replicas"][0] for r in final)
     # the dead brokers leave the observer list five minutes after their last fetch, and come back
-    observers = [(r["collected_at_ms"], {o["replicaId"] for o in partition_of(r["response"])["observers"]})
-                 for r in fleet.ok_quorum("broker-failure")]
+    observers = [
+        (r["collected_at_ms"], {o["replicaId"] for o in partition_of(r["response"])["observers"]})
+        for r in fleet.ok_quorum("broker-failure")
+    ]
     assert all(ids == {0, 1, 2} for at, ids in observers if at < start or at > end + INTERVAL_MS)
     assert all(ids == {0, 2} for at, ids in observers if start + 301_000 < at < mid)
     assert all(ids == {0} for at, ids in observers if mid + 301_000 < at < end)
@@ -593,8 +692,12 @@ def test_broker_failure_signature(fleet):
 
 def test_flapping_isr_signature(fleet):
     start, end = fleet.window("flapping-isr")
-    sizes = [len(r["isr"]) for at, rows in sorted(fleet.partitions[fleet.cluster("flapping-isr")].items())
-             for r in rows if (r["topic"], r["partition"]) == ("orders", 0) and start <= at < end]
+    sizes = [
+        len(r["isr"])
+        for at, rows in sorted(fleet.partitions[fleet.cluster("flapping-isr")].items())
+        for r in rows
+        if (r["topic"], r["partition"]) == ("orders", 0) and start <= at < end
+    ]
     assert sizes[:6] == [2, 3, 2, 3, 2, 3]
     assert sum(a != b for a, b in zip(sizes, sizes[1:])) == len(sizes) - 1
 
@@ -606,8 +709,11 @@ def test_metadata_divergence_signature(fleet):
     for node, scrapes in fleet.metrics[cluster].items():
         if node >= 3000:
             continue
-        during = [(fleet.metric(cluster, s, "broker_applied"), fleet.metric(cluster, s, "broker_lag_ms"))
-                  for at, s in scrapes if start < at < end]
+        during = [
+            (fleet.metric(cluster, s, "broker_applied"), fleet.metric(cluster, s, "broker_lag_ms"))
+            for at, s in scrapes
+            if start < at < end
+        ]
         offsets = [o for o, _ in during]
         if len(set(offsets)) == 1:
             frozen.append(node)
@@ -618,8 +724,12 @@ def test_metadata_divergence_signature(fleet):
         else:
             assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
     assert len(frozen) == 1
-    committed = [fleet.metric(cluster, s, "last_committed") for node, scrapes in fleet.metrics[cluster].items()
-                 for at, s in scrapes if start < at < end and fleet.metric(cluster, s, "active_controller_count")]
+    committed = [
+        fleet.metric(cluster, s, "last_committed")
+        for node, scrapes in fleet.metrics[cluster].items()
+        for at, s in scrapes
+        if start < at < end and fleet.metric(cluster, s, "active_controller_count")
+    ]
     assert committed == sorted(committed) and committed[-1] - committed[0] > 1000
 
 
@@ -639,11 +749,19 @@ def test_quorum_stall_signature(fleet):
 
 
 CONTROLLER_HEALTH_METRICS = {
-    "raft_current_vote", "raft_number_unknown_voter_connections", "raft_commit_latency_avg",
-    "raft_commit_latency_max", "raft_election_latency_avg", "raft_election_latency_max",
-    "raft_append_records_rate", "raft_fetch_records_rate", "controller_fenced_broker_count",
-    "controller_active_broker_count", "controller_metadata_error_count",
-    "controller_timed_out_broker_heartbeat_count", "controller_active_controller_count",
+    "raft_current_vote",
+    "raft_number_unknown_voter_connections",
+    "raft_commit_latency_avg",
+    "raft_commit_latency_max",
+    "raft_election_latency_avg",
+    "raft_election_latency_max",
+    "raft_append_records_rate",
+    "raft_fetch_records_rate",
+    "controller_fenced_broker_count",
+    "controller_active_broker_count",
+    "controller_metadata_error_count",
+    "controller_timed_out_broker_heartbeat_count",
+    "controller_active_controller_count",
 }
 
 

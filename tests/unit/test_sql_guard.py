@@ -34,8 +34,10 @@ REJECTED = [
     ("INSERT INTO silver.quarantine SELECT * FROM silver.quarantine", "InsertIntoStatement statements"),
     ("DELETE FROM bronze.quorum_raw", "DeleteFromTable statements"),
     ("UPDATE gold.quorum_health SET sli = 1", "UpdateTable statements"),
-    ("MERGE INTO gold.quorum_health t USING gold.quorum_health s ON false WHEN NOT MATCHED THEN INSERT *",
-     "MergeIntoTable statements"),
+    (
+        "MERGE INTO gold.quorum_health t USING gold.quorum_health s ON false WHEN NOT MATCHED THEN INSERT *",
+        "MergeIntoTable statements",
+    ),
     ("CREATE TABLE x USING text LOCATION '/etc'", "CreateTable statements"),
     ("CREATE TEMPORARY VIEW v USING text OPTIONS (path '/etc/passwd')", "statements are not allowed"),
     ("ALTER TABLE gold.quorum_health SET TBLPROPERTIES ('a' = 'b')", "statements are not allowed"),
@@ -66,22 +68,27 @@ def test_everything_else_is_rejected(parser, sql, message):
 
 def test_auth_config_maps_to_the_thrift_server_settings(tmp_path):
     ldap = tmp_path / "ldap.toml"
-    ldap.write_text('[auth]\nmode = "ldap"\nldap_url = "ldaps://ldap.example.com:636"\n'
-                    'ldap_base_dn = "ou=people,dc=example,dc=com"\n')
+    ldap.write_text(
+        '[auth]\nmode = "ldap"\nldap_url = "ldaps://ldap.example.com:636"\n'
+        'ldap_base_dn = "ou=people,dc=example,dc=com"\n'
+    )
     assert thrift_auth_settings(ldap) == {
         "hive.server2.authentication": "LDAP",
         "hive.server2.authentication.ldap.url": "ldaps://ldap.example.com:636",
         "hive.server2.authentication.ldap.baseDN": "ou=people,dc=example,dc=com",
     }
     kerberos = tmp_path / "krb.toml"
-    kerberos.write_text('mode = "KERBEROS"\nkerberos_principal = "hive/_HOST@EXAMPLE.COM"\n'
-                        'kerberos_keytab = "/etc/hive.keytab"\nssl_keystore = "/etc/ks.jks"\n'
-                        'ssl_keystore_password = "pw"\n')
+    kerberos.write_text(
+        'mode = "KERBEROS"\nkerberos_principal = "hive/_HOST@EXAMPLE.COM"\n'
+        'kerberos_keytab = "/etc/hive.keytab"\nssl_keystore = "/etc/ks.jks"\n'
+        'ssl_keystore_password = "pw"\n'
+    )
     assert thrift_auth_settings(kerberos) == {
         "hive.server2.authentication": "KERBEROS",
         "hive.server2.authentication.kerberos.principal": "hive/_HOST@EXAMPLE.COM",
         "hive.server2.authentication.kerberos.keytab": "/etc/hive.keytab",
-        "hive.server2.use.SSL": "true", "hive.server2.keystore.path": "/etc/ks.jks",
+        "hive.server2.use.SSL": "true",
+        "hive.server2.keystore.path": "/etc/ks.jks",
         "hive.server2.keystore.password": "pw",
     }
 
@@ -121,8 +128,13 @@ def test_loopback_addresses():
     ],
 )
 def test_serve_refuses_a_non_loopback_address_without_authentication(tmp_path, args, message):
-    result = subprocess.run([sys.executable, "-m", "pipelines.cli", "serve", *args], capture_output=True, text=True,
-                            timeout=120, cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr
@@ -134,8 +146,14 @@ def test_serve_refuses_a_session_it_cannot_run_a_thrift_server_in(tmp_path, how)
     settings = tmp_path / "settings.toml"
     settings.write_text('spark_remote = "sc://127.0.0.1:1"\n' if how == "spark_remote" else "")
     env = {**os.environ, **({"DATABRICKS_RUNTIME_VERSION": "client.5.0"} if how == "databricks" else {})}
-    result = subprocess.run([sys.executable, "-m", "pipelines.cli", "serve", "--config", str(settings)],
-                            capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "serve", "--config", str(settings)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "serve runs Spark's Thrift server inside this process's JVM" in lines[0], result.stderr
