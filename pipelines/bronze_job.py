@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -23,7 +24,7 @@ from bronze.raw import build_raw_records
 from pipelines.config import Config
 from pipelines.faults import describe, fail_if, reached
 from pipelines.io import Bounds, Lakehouse
-from pipelines.landing import FileContent, LandingFile, chunks, is_local, list_landing, read_file
+from pipelines.landing import FileContent, LandingFile, Listing, chunks, is_local, read_file, scan_landing
 from pipelines.session import cached, release, runs_remotely
 from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 
@@ -45,15 +46,18 @@ def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
     if config.ingest_mode == "autoloader" or not is_local(config.landing):
         return _run_streams(lakehouse, progress)
     lakehouse.unstage()  # what a killed run left
-    listing = list_landing(config.landing, BRONZE_SOURCES)
-    fingerprint = _fingerprint(listing)
+    recorded = lakehouse.fingerprint(CONSUMER, LANDING)
+    scan = scan_landing(config.landing, BRONZE_SOURCES, lakehouse.landing_folders(recorded), _settled_before(config))
+    listing = scan.files
+    fingerprint = _fingerprint(scan)
     touched: set[str] = set()
-    if fingerprint == lakehouse.fingerprint(CONSUMER, LANDING):
-        progress(f"bronze: {len(listing)} landing files, none changed since the last run")
+    skipped = f" (and {scan.skipped} settled folders not listed again)" if scan.skipped else ""
+    if fingerprint == recorded:
+        progress(f"bronze: {len(listing)} landing files{skipped}, none changed since the last run")
         lakehouse.tune_for(0)
     else:
         new = _new_files(lakehouse, listing)
-        progress(f"bronze: {len(listing)} landing files, {len(new)} new")
+        progress(f"bronze: {len(listing)} landing files{skipped}, {len(new)} new")
         lakehouse.tune_for(sum(f.size for f in new))
         chunk_bytes = (
             config.bronze_chunk_bytes if _stages(config) else min(config.bronze_chunk_bytes, IN_MEMORY_CHUNK_BYTES)
@@ -62,6 +66,7 @@ def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
             touched |= _ingest(lakehouse, chunk)
         reached(config, "bronze:recorded")
         lakehouse.save_progress(CONSUMER, {LANDING: len(listing)}, {LANDING: fingerprint})
+        lakehouse.save_landing_folders(fingerprint, scan.folders)
     counts = []
     for source, spec in BRONZE_SOURCES.items():
         rows, errors = lakehouse.count_ingested(spec, config.run_at) if source in touched else (0, 0)
@@ -73,12 +78,22 @@ CONSUMER = "bronze"
 LANDING = "landing"
 
 
-def _fingerprint(listing: list[LandingFile]) -> str:
-    """A hash of what the listing saw: equal fingerprints mean no file was added, changed or removed."""
+def _fingerprint(scan: Listing) -> str:
+    """A hash of what the listing saw: equal fingerprints mean no file was added, changed or removed. A settled
+    folder counts by its name and modification time alone, whether it was listed again or not: the run after the
+    one that listed it last is a run with nothing new."""
     digest = hashlib.sha256()
-    for f in listing:
+    for f in scan.unsettled:
         digest.update(f"{f.path}\0{f.size}\0{f.modified_at.isoformat()}\0{f.problem or ''}\n".encode())
+    for path, folder in sorted(scan.folders.items()):
+        digest.update(f"{path}\0{folder.mtime_ns}\0{folder.settled}\n".encode())
     return digest.hexdigest()
+
+
+def _settled_before(config: Config) -> datetime | None:
+    """Folders untouched since this time are not listed again (0 minutes: every run lists every file)."""
+    minutes = config.landing_settle_minutes
+    return config.run_at - timedelta(minutes=minutes) if minutes > 0 else None
 
 
 def _new_files(lakehouse: Lakehouse, listing: list[LandingFile]) -> list[LandingFile]:

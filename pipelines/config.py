@@ -37,6 +37,9 @@ class Config:
     # `files`: Spark's open-source file source; `autoloader`: Databricks' cloudFiles. Same code path otherwise.
     ingest_mode: str = "files"
     max_files_per_trigger: int = 1000
+    # A landing folder in which nothing changed for this many minutes is settled: later runs check only its
+    # modification time instead of listing its files again (0: list every file on every run).
+    landing_settle_minutes: int = 60
     # Bronze reads new landing files in chunks of at most this many bytes (one insert per bronze table per chunk,
     # each a fixed cost of plans, jobs and commits). Locally a chunk reaches Spark as scratch Parquet files that
     # tasks stream, so its size is bounded by the driver's Python memory (~3x the chunk), not by the JVM heap.
@@ -140,6 +143,7 @@ class Config:
             "future_skew_ms",
             "stale_after_minutes",
             "small_run_bytes",
+            "landing_settle_minutes",
         ):
             if int(getattr(self, name)) < 0:
                 raise ConfigError(f"{name} must not be negative")

@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from bronze.raw import BINARY_FILE_SCHEMA
 from pipelines.autoloader import AUTOLOADER_OPTIONS
 from pipelines.config import Config, join_path
+from pipelines.landing import Folder
 from pipelines.session import cached, release
 from pipelines.tables import PIPELINE_RUNS, SCHEMAS, TableSpec
 
@@ -443,6 +444,38 @@ class Lakehouse:
     def unstage(self, name: str | None = None) -> None:
         """Delete one staged table's files, or (no name) every staged file left by a run that was killed."""
         shutil.rmtree(self.staging(name) if name else Path(self.staging("x")).parent, ignore_errors=True)
+
+    def landing_folders(self, fingerprint: str | None) -> dict[str, Folder]:
+        """The folders bronze's last completed listing saw, if that listing is the one whose fingerprint bronze
+        recorded (after a crash, a reset or a full refresh they are not trusted: the next listing walks everything)."""
+        path = self._landing_folders_path()
+        if fingerprint is None or path is None or not path.is_file():
+            return {}
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if saved.get("fingerprint") != fingerprint:
+            return {}
+        return {d: Folder(m, tuple(subs), settled) for d, (m, subs, settled) in saved["folders"].items()}
+
+    def save_landing_folders(self, fingerprint: str, folders: dict[str, Folder]) -> None:
+        """Keep what a completed listing saw of each folder (written after bronze recorded its progress)."""
+        path = self._landing_folders_path()
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = {
+            "fingerprint": fingerprint,
+            "folders": {d: [f.mtime_ns, list(f.subfolders), f.settled] for d, f in folders.items()},
+        }
+        scratch = path.with_name(path.name + ".tmp")
+        scratch.write_text(json.dumps(body), encoding="utf-8")
+        scratch.replace(path)  # atomic: a reader sees the old state or the new one
+
+    def _landing_folders_path(self) -> Path | None:
+        root = self.checkpoint("bronze")
+        return None if "://" in root or root.startswith("dbfs:") else Path(root) / "landing_folders.json"
 
     def reset_landing_checkpoints(self) -> None:
         """Auto Loader's record of ingested files, removed so that bronze reads the landing zone again."""

@@ -54,32 +54,95 @@ def local_path(uri: str) -> str:
     return uri.split(":", 1)[1] if uri.startswith(("file:", "dbfs:")) else uri
 
 
+@dataclass(frozen=True)
+class Folder:
+    """What a listing saw of one folder: its modification time (ns), its subfolders' names, and whether it was
+    settled: neither it nor any file in it modified since `settled_before`, and nothing in it a symlink or a problem.
+    A settled folder whose modification time is unchanged has the same entries (adding, removing or renaming an
+    entry changes its folder's time), so a later listing skips it."""
+
+    mtime_ns: int
+    subfolders: tuple[str, ...]
+    settled: bool
+
+
+@dataclass(frozen=True)
+class Listing:
+    files: list[LandingFile]  # the files of the folders listed this time
+    unsettled: list[LandingFile]  # those of them in folders that are not settled
+    folders: dict[str, Folder]  # every folder seen, listed or skipped, by path
+    skipped: int  # settled, unchanged folders whose files were not listed again
+
+
 def list_landing(root: str, sources: Iterable[str]) -> list[LandingFile]:
     """Every file under `<root>/<source>/` for each source, hidden ones excepted, in a stable order."""
+    return scan_landing(root, sources).files
+
+
+def scan_landing(
+    root: str,
+    sources: Iterable[str],
+    known: dict[str, Folder] | None = None,
+    settled_before: datetime | None = None,
+) -> Listing:
+    """The files under `<root>/<source>/` for each source, hidden ones excepted, in a stable order (a folder's files,
+    then its subfolders, by name), except those of folders `known` as settled and unchanged since: a landing zone
+    that grows for years is not walked file by file on every run. A folder is settled when neither it nor any file
+    in it was modified after `settled_before` (None: never), so files still being written are listed again until
+    they are done. What this cannot see: a file of a settled folder rewritten in place (not replaced by a rename)."""
+    cutoff_ns = None if settled_before is None else int(settled_before.timestamp() * 1_000_000_000)
+    known = (known or {}) if cutoff_ns is not None else {}  # no settle time: nothing is skipped
     root_real = os.path.realpath(root)
-    found: list[LandingFile] = []
+    files: list[LandingFile] = []
+    unsettled: list[LandingFile] = []
+    folders: dict[str, Folder] = {}
+    skipped = 0
     for source in sources:
-        base = os.path.join(root, source)
+        base = os.path.abspath(os.path.join(root, source))
         if not os.path.isdir(base):
             continue
-        for directory, dirs, files in os.walk(base, followlinks=False):
-            dirs.sort()
-            for d in list(dirs):
-                full = os.path.join(directory, d)
-                if d.startswith(IGNORED_PREFIXES):
-                    dirs.remove(d)
-                elif os.path.islink(full):
-                    dirs.remove(d)
-                    found.append(
-                        _problem(
-                            source, full, "symlinked folder not followed (move the files into the landing zone instead)"
-                        )
-                    )
-            for name in sorted(files):
-                if name.startswith(IGNORED_PREFIXES):
+        stack = [base]
+        while stack:
+            directory = stack.pop()
+            try:
+                mtime_ns = os.stat(directory).st_mtime_ns  # before reading it: a change after this is seen next time
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError:  # vanished or unreadable since its parent was read
+                continue
+            seen = known.get(directory)
+            if seen is not None and seen.settled and seen.mtime_ns == mtime_ns:
+                folders[directory] = seen
+                skipped += 1
+                stack.extend(os.path.join(directory, d) for d in reversed(seen.subfolders))
+                continue
+            subfolders: list[str] = []
+            first = len(files)
+            settled = cutoff_ns is not None and mtime_ns < cutoff_ns
+            for entry in entries:
+                if entry.name.startswith(IGNORED_PREFIXES):
                     continue
-                found.append(_entry(source, os.path.join(directory, name), root_real))
-    return found
+                full = os.path.join(directory, entry.name)
+                if entry.is_dir(follow_symlinks=False):
+                    subfolders.append(entry.name)
+                    continue
+                if entry.is_symlink() and os.path.isdir(full):
+                    found = _problem(
+                        source, full, "symlinked folder not followed (move the files into the landing zone instead)"
+                    )
+                else:
+                    found = _entry(source, full, root_real)
+                files.append(found)
+                settled = (
+                    settled
+                    and not entry.is_symlink()
+                    and found.problem is None
+                    and (int(found.modified_at.timestamp() * 1_000_000_000) < cutoff_ns)
+                )
+            folders[directory] = Folder(mtime_ns, tuple(subfolders), settled)
+            if not settled:
+                unsettled += files[first:]
+            stack.extend(os.path.join(directory, d) for d in reversed(subfolders))
+    return Listing(files, unsettled, folders, skipped)
 
 
 def _entry(source: str, full: str, root_real: str) -> LandingFile:

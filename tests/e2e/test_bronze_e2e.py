@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,34 @@ def test_bronze_tables_are_real_delta_tables_readable_by_another_reader(spark, z
     arrow = deltalake.DeltaTable(str(warehouse / "bronze" / "quorum_raw")).to_pyarrow_table()
     assert arrow.num_rows == 23
     assert sum(1 for e in arrow.column("parse_error").to_pylist() if e is None) == 9
+
+
+def test_settled_folders_are_checked_by_their_time_alone_and_a_late_file_in_one_still_lands(
+    spark, zone, tmp_path, capsys
+):
+    warehouse = tmp_path / "wh"
+    then = time.time() - 2 * 3600  # the whole landing zone written two hours ago: its folders are settled
+    for path in [zone, *zone.rglob("*")]:
+        if not path.is_symlink():
+            os.utime(path, (then, then))
+    run(zone, warehouse, capsys)
+    before = bronze_counts(spark, warehouse)
+
+    def bronze_says() -> str:
+        args = ["run", "--landing", str(zone), "--warehouse", str(warehouse), "--layers", "bronze"]
+        assert cli.main(args) == 0
+        return next(line for line in capsys.readouterr().err.splitlines() if "landing files" in line)
+
+    said = bronze_says()
+    assert "settled folders not listed again" in said and "none changed since the last run" in said, said
+    # a file that arrives late in a settled folder (written aside, then renamed in, as collectors do)
+    folder = next((zone / "partitions").rglob("*.jsonl")).parent
+    (folder / ".late.jsonl").write_text(
+        '{"cluster_id":"c9","collected_at_ms":1730100000000,"topic":"t","partition":0,"leader":1,'
+        '"replicas":[1,2,3],"isr":[1,2,3],"min_isr":2}\n'
+    )
+    (folder / ".late.jsonl").rename(folder / "late.jsonl")
+    said = bronze_says()
+    assert said.endswith(", 1 new"), said
+    assert bronze_counts(spark, warehouse) == {**before, "partitions": before["partitions"] + 1}
+    assert bronze_counts(spark, warehouse) == expected_records(zone)

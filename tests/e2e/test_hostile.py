@@ -343,15 +343,15 @@ def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(
         victim = small_zone / "quorum" / f"victim-{i:02d}.jsonl"
         victim.write_text(_line(_quorum(f"fs-victim-{i}")) + "\n")
         victims.append(victim)
-    listed = bronze_job.list_landing
+    listed = bronze_job.scan_landing
 
-    def list_then_delete(root, sources):  # the race, made certain: files go away right after they were listed
-        files = listed(root, sources)
+    def list_then_delete(root, sources, *known):  # the race, made certain: files go away right after they were listed
+        files = listed(root, sources, *known)
         for v in victims[5:]:
             v.unlink()
         return files
 
-    monkeypatch.setattr(bronze_job, "list_landing", list_then_delete)
+    monkeypatch.setattr(bronze_job, "scan_landing", list_then_delete)
     lakehouse = make_lakehouse(small_zone)
     run_pipeline(lakehouse, layers=("bronze", "silver"))
     assert {"fs-good", *(f"fs-victim-{i}" for i in range(5))} <= _silver_clusters(spark, lakehouse)
