@@ -165,8 +165,10 @@ IN_MEMORY_CHUNK_BYTES = 16 * 1024 * 1024
 
 def _stages(config: Config) -> bool:
     """Whether chunks reach Spark as scratch files: only when its tasks run on this machine (a local master), not
-    through a remote or Databricks session, whose tasks cannot read this machine's disk."""
-    return not runs_remotely(config) and config.spark_master.startswith("local")
+    through a remote or Databricks session, whose tasks cannot read this machine's disk, and with the scratch files
+    under a local checkpoint folder."""
+    local_checkpoints = is_local(config.checkpoints)
+    return not runs_remotely(config) and config.spark_master.startswith("local") and local_checkpoints
 
 
 def _insert_files(lakehouse: Lakehouse, source: str, contents: list[FileContent]) -> None:

@@ -443,6 +443,8 @@ class Lakehouse:
 
     def unstage(self, name: str | None = None) -> None:
         """Delete one staged table's files, or (no name) every staged file left by a run that was killed."""
+        if "://" in self.config.checkpoints or self.config.checkpoints.startswith("dbfs:"):
+            return  # never staged there (bronze stages only under a local checkpoint folder)
         shutil.rmtree(self.staging(name) if name else Path(self.staging("x")).parent, ignore_errors=True)
 
     def landing_folders(self, fingerprint: str | None) -> dict[str, Folder]:
