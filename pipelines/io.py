@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from bronze.raw import BINARY_FILE_SCHEMA
 from pipelines.autoloader import AUTOLOADER_OPTIONS
 from pipelines.config import Config, join_path
-from pipelines.landing import Folder
+from pipelines.landing import Folder, is_local
 from pipelines.session import cached, release
 from pipelines.tables import PIPELINE_RUNS, SCHEMAS, TableSpec
 
@@ -438,14 +438,16 @@ class Lakehouse:
             size += weight or 0
         return self.spark.read.schema(schema).parquet(str(folder))
 
-    def staging(self, name: str) -> str:
-        return str(Path(_absolute(self.config.checkpoints)) / "_staging" / name)
+    def staging(self, name: str | None = None) -> str:
+        """The scratch folder of one staged table, or (no name) of them all."""
+        root = Path(_absolute(self.config.checkpoints)) / "_staging"
+        return str(root / name if name else root)
 
     def unstage(self, name: str | None = None) -> None:
         """Delete one staged table's files, or (no name) every staged file left by a run that was killed."""
-        if "://" in self.config.checkpoints or self.config.checkpoints.startswith("dbfs:"):
+        if not is_local(self.config.checkpoints):
             return  # never staged there (bronze stages only under a local checkpoint folder)
-        shutil.rmtree(self.staging(name) if name else Path(self.staging("x")).parent, ignore_errors=True)
+        shutil.rmtree(self.staging(name), ignore_errors=True)
 
     def landing_folders(self, fingerprint: str | None) -> dict[str, Folder]:
         """The folders bronze's last completed listing saw, if that listing is the one whose fingerprint bronze
@@ -477,14 +479,12 @@ class Lakehouse:
 
     def _landing_folders_path(self) -> Path | None:
         root = self.checkpoint("bronze")
-        return None if "://" in root or root.startswith("dbfs:") else Path(root) / "landing_folders.json"
+        return Path(root) / "landing_folders.json" if is_local(root) else None
 
     def reset_landing_checkpoints(self) -> None:
         """Auto Loader's record of ingested files, removed so that bronze reads the landing zone again."""
-        import shutil
-
         path = self.checkpoint("bronze")
-        if "://" in path or path.startswith("dbfs:"):
+        if not is_local(path):
             raise RuntimeError(f"remove {path} by hand (or with dbutils) before a bronze full refresh")
         shutil.rmtree(path, ignore_errors=True)
 

@@ -154,16 +154,15 @@ def parse_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(node metrics, rejected sample lines) from `parse_node_metrics`' two parsed frames."""
-    base = _BASE
-    prom = scrapes.select(*base, F.lit("prometheus").alias("source"), F.explode("_s.samples").alias("_x")).select(
-        *base,
+    prom = scrapes.select(*_BASE, F.lit("prometheus").alias("source"), F.explode("_s.samples").alias("_x")).select(
+        *_BASE,
         "source",
         *[
             F.col(f"_x.{c}").alias(c)
             for c in ("metric", "topic", "partition", "value", "source_name", "state", "line_number")
         ],
     )
-    bad_lines = scrapes.select(*base, F.explode("_s.errors").alias("_e"))
+    bad_lines = scrapes.select(*_BASE, F.explode("_s.errors").alias("_e"))
     rejected_lines = quarantine_rows(
         bad_lines,
         "silver.node_metrics",
@@ -188,7 +187,7 @@ def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataF
         F.to_json(F.struct("record_id", "source_file", "payload")),
     )
     jmx = jmx_parsed.where(jmx_error.isNull()).select(
-        *base,
+        *_BASE,
         "source",
         *[F.col(f"_m.{c}").alias(c) for c in ("metric", "topic", "partition")],
         F.col("_j.value").alias("value"),

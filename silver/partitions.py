@@ -44,6 +44,10 @@ _JSON_SCHEMA = (
 )
 
 
+# the partition fields both sources give, under the same names
+_FIELDS = ("topic", "partition", "replicas", "isr", "min_isr", "adding_replicas", "removing_replicas", "elr")
+
+
 def build_partition_states(bronze: DataFrame, default_min_isr: int = 1) -> tuple[DataFrame, DataFrame]:
     """(partition states, rejected records) from readable bronze.partitions_raw rows.
 
@@ -71,19 +75,7 @@ def parse_partition_states(bronze: DataFrame, default_min_isr: int = 1) -> tuple
         )
         .select(
             "*",
-            *[
-                F.col(f"_p.{c}").alias(c)
-                for c in (
-                    "topic",
-                    "partition",
-                    "replicas",
-                    "isr",
-                    "min_isr",
-                    "adding_replicas",
-                    "removing_replicas",
-                    "elr",
-                )
-            ],
+            *[F.col(f"_p.{c}").alias(c) for c in _FIELDS],
             F.when(F.col("_p.leader") != -1, F.col("_p.leader")).alias("leader_id"),
         )
         .drop("_p")
@@ -122,19 +114,7 @@ def split_partition_states(from_json: DataFrame, captures: DataFrame) -> tuple[D
             "ingested_at",
             "source",
             F.col("_p.line_number").alias("_line"),
-            *[
-                F.col(f"_p.{c}").alias(c)
-                for c in (
-                    "topic",
-                    "partition",
-                    "replicas",
-                    "isr",
-                    "min_isr",
-                    "adding_replicas",
-                    "removing_replicas",
-                    "elr",
-                )
-            ],
+            *[F.col(f"_p.{c}").alias(c) for c in _FIELDS],
             F.col("_p.leader_id").alias("leader_id"),
         )
     )
