@@ -381,5 +381,7 @@ def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
 def _rows_written_since(lakehouse: Lakehouse, spec, version: int) -> int:
     total = 0
     for metrics in lakehouse.last_commit_metrics(spec, version):
+        # a MERGE's inserted and updated rows, or an append's rows (a table's first write)
         total += int(metrics.get("numTargetRowsInserted", 0)) + int(metrics.get("numTargetRowsUpdated", 0))
+        total += int(metrics.get("numOutputRows", 0)) if "numTargetRowsInserted" not in metrics else 0
     return total

@@ -202,6 +202,23 @@ class Lakehouse:
         rows = self.spark.sql(f"DESCRIBE HISTORY {self.ref(spec)}").where(F.col("version") > after_version)
         return [dict(r["operationMetrics"] or {}) for r in rows.select("operationMetrics").collect()]
 
+    def never_written(self, spec: TableSpec) -> bool:
+        """Whether the table certainly holds no row because no file was ever added to it (what CREATE TABLE leaves):
+        read from a local table's log on the driver, from the oldest commit on until the first file it adds. A log
+        with a checkpoint, or a table that is not local, answers False (so a MERGE decides, as always)."""
+        log = self._local_log(spec)
+        if log is None:
+            return False
+        names = sorted(os.listdir(log))
+        if any(".checkpoint." in name or name == "_last_checkpoint" for name in names):
+            return False
+        for name in names:
+            if _COMMIT_FILE.fullmatch(name):
+                with open(os.path.join(log, name), encoding="utf-8") as f:
+                    if any(line.startswith('{"add"') for line in f):
+                        return False
+        return True
+
     def _local_log(self, spec: TableSpec) -> str | None:
         """A local table's `_delta_log` folder, whose commit files the driver reads directly (a directory listing
         instead of a Spark query: the bookkeeping of a run that has nothing to do costs nothing); else None."""
@@ -288,10 +305,13 @@ class Lakehouse:
         `bounds` limits which of the table's files are read to find existing keys (the rows' time range and
         clusters), so the cost follows the new rows, not the table's history."""
         key = list(spec.key)
+        source = rows.select(*spec.column_names).dropDuplicates(key)
+        if self.never_written(spec):  # no key is there yet: an append, not a MERGE (see replace_scope)
+            self.append(spec, source)
+            return
         condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key)
         if bounds is not None:
             condition += f" AND ({bounds.sql('t')})"
-        source = rows.select(*spec.column_names).dropDuplicates(key)
         with self._view(source) as view:
             self.spark.sql(
                 f"MERGE INTO {self.ref(spec)} AS t USING {view} AS s ON {condition} WHEN NOT MATCHED THEN INSERT *"
@@ -315,6 +335,13 @@ class Lakehouse:
         A target row is in scope when `match(target, scope)` holds for some scope row. Changed rows are updated,
         new ones inserted, rows in scope that `rows` no longer has are deleted; unchanged rows are not touched, so a
         re-run writes nothing new. `bounds` (a predicate every in-scope row satisfies) limits the files read."""
+        if self.never_written(spec):
+            # An empty table holds nothing in any scope, so the rows are its content: one append instead of
+            # comparing, caching and merging (a MERGE costs several Spark jobs however few its rows; a warehouse's
+            # first run, a backfill or the demo, fills every table this way). A crash after the append leaves a
+            # table that the re-run MERGEs into, to the same rows.
+            self.append(spec, rows)
+            return
         key = list(spec.key)
         target = self.read(spec)
         if bounds is not None:

@@ -51,7 +51,54 @@ def test_versions_and_commit_metrics_from_the_local_log_match_describe_history(s
     history = spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
     assert lakehouse.version(BRONZE_QUORUM_RAW) == history[-1]["version"] == 2
     assert lakehouse.last_commit_metrics(BRONZE_QUORUM_RAW, 0) == [dict(r["operationMetrics"]) for r in history[1:]]
-    assert [int(m["numTargetRowsInserted"]) for m in lakehouse.last_commit_metrics(BRONZE_QUORUM_RAW, 0)] == [1, 1]
+    # the first write into the empty table is an append, the second a MERGE
+    first, second = lakehouse.last_commit_metrics(BRONZE_QUORUM_RAW, 0)
+    assert (int(first["numOutputRows"]), int(second["numTargetRowsInserted"])) == (1, 1)
+    assert [r["operation"] for r in history[1:]] == ["WRITE", "MERGE"]
+
+
+def test_a_table_is_never_written_until_a_file_is_added_and_stays_written_once_emptied(spark, make_lakehouse, tmp_path):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    assert lakehouse.never_written(BRONZE_QUORUM_RAW)
+    lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]))
+    assert not lakehouse.never_written(BRONZE_QUORUM_RAW)
+    lakehouse.truncate(BRONZE_QUORUM_RAW)  # empty again, but its log has added files: a MERGE decides from now on
+    assert not lakehouse.never_written(BRONZE_QUORUM_RAW)
+    lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1"), ("a", "c1")]))
+    assert lakehouse.read(BRONZE_QUORUM_RAW).count() == 1
+    assert spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)} LIMIT 1").first()["operation"] == "MERGE"
+
+
+def test_replace_scope_fills_an_empty_table_by_one_append_then_merges_only_what_differs(
+    spark, make_lakehouse, tmp_path
+):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    rows = _raw(spark, [("a", "c1"), ("b", "c1"), ("c", "c2")])
+    scope = spark.createDataFrame([("c1",), ("c2",)], "cluster_id string")
+    lakehouse.replace_groups(BRONZE_QUORUM_RAW, rows, scope)
+    lakehouse.replace_groups(BRONZE_QUORUM_RAW, rows, scope)  # the same rows again: nothing differs, no commit
+    lakehouse.replace_groups(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]), scope.where("cluster_id = 'c1'"))
+    history = spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
+    assert [r["operation"] for r in history[1:]] == ["WRITE", "MERGE"]
+    assert int(history[-1]["operationMetrics"]["numTargetRowsDeleted"]) == 1  # b left c1's scope; c2 untouched
+    assert_df_equality(
+        lakehouse.read(BRONZE_QUORUM_RAW),
+        _raw(spark, [("a", "c1"), ("c", "c2")]),
+        ignore_row_order=True,
+        ignore_nullable=True,
+        ignore_metadata=True,
+    )
+
+
+def test_replace_scope_with_no_rows_leaves_an_empty_table_without_a_commit(spark, make_lakehouse, tmp_path):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    before = lakehouse.version(BRONZE_QUORUM_RAW)
+    lakehouse.replace_groups(BRONZE_QUORUM_RAW, _raw(spark, []), spark.createDataFrame([("c1",)], "cluster_id string"))
+    assert lakehouse.version(BRONZE_QUORUM_RAW) == before
+    assert lakehouse.never_written(BRONZE_QUORUM_RAW)
 
 
 def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spark_defaults(
