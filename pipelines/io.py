@@ -202,22 +202,30 @@ class Lakehouse:
         rows = self.spark.sql(f"DESCRIBE HISTORY {self.ref(spec)}").where(F.col("version") > after_version)
         return [dict(r["operationMetrics"] or {}) for r in rows.select("operationMetrics").collect()]
 
-    def never_written(self, spec: TableSpec) -> bool:
-        """Whether the table certainly holds no row because no file was ever added to it (what CREATE TABLE leaves):
-        read from a local table's log on the driver, from the oldest commit on until the first file it adds. A log
-        with a checkpoint, or a table that is not local, answers False (so a MERGE decides, as always)."""
+    def known_empty(self, spec: TableSpec) -> bool:
+        """Whether the table certainly holds no row: a local table whose log (commits only, no checkpoint yet) removed
+        every file it added, or never added one (what CREATE TABLE and a full refresh's DELETE leave). Read on the
+        driver, no Spark job. A checkpointed log, or a table that is not local, answers False: a MERGE decides."""
         log = self._local_log(spec)
         if log is None:
             return False
         names = sorted(os.listdir(log))
         if any(".checkpoint." in name or name == "_last_checkpoint" for name in names):
             return False
+        live: set[str] = set()
         for name in names:
-            if _COMMIT_FILE.fullmatch(name):
-                with open(os.path.join(log, name), encoding="utf-8") as f:
-                    if any(line.startswith('{"add"') for line in f):
-                        return False
-        return True
+            if not _COMMIT_FILE.fullmatch(name):
+                continue
+            added, removed = set(), set()
+            with open(os.path.join(log, name), encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith('{"add"'):
+                        added.add(json.loads(line)["add"]["path"])
+                    elif line.startswith('{"remove"'):
+                        removed.add(json.loads(line)["remove"]["path"])
+            # a file removed and added by one commit (a new deletion vector) stays
+            live = (live - removed) | added
+        return not live
 
     def _local_log(self, spec: TableSpec) -> str | None:
         """A local table's `_delta_log` folder, whose commit files the driver reads directly (a directory listing
@@ -306,7 +314,7 @@ class Lakehouse:
         clusters), so the cost follows the new rows, not the table's history."""
         key = list(spec.key)
         source = rows.select(*spec.column_names).dropDuplicates(key)
-        if self.never_written(spec):  # no key is there yet: an append, not a MERGE (see replace_scope)
+        if self.known_empty(spec):  # no key is there yet: an append, not a MERGE (see replace_scope)
             self.append(spec, source)
             return
         condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key)
@@ -335,11 +343,11 @@ class Lakehouse:
         A target row is in scope when `match(target, scope)` holds for some scope row. Changed rows are updated,
         new ones inserted, rows in scope that `rows` no longer has are deleted; unchanged rows are not touched, so a
         re-run writes nothing new. `bounds` (a predicate every in-scope row satisfies) limits the files read."""
-        if self.never_written(spec):
+        if self.known_empty(spec):
             # An empty table holds nothing in any scope, so the rows are its content: one append instead of
             # comparing, caching and merging (a MERGE costs several Spark jobs however few its rows; a warehouse's
-            # first run, a backfill or the demo, fills every table this way). A crash after the append leaves a
-            # table that the re-run MERGEs into, to the same rows.
+            # first run, a backfill, the demo or a full refresh fills every table this way). A crash after the
+            # append leaves a table that the re-run MERGEs into, to the same rows.
             self.append(spec, rows)
             return
         key = list(spec.key)

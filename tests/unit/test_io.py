@@ -57,17 +57,32 @@ def test_versions_and_commit_metrics_from_the_local_log_match_describe_history(s
     assert [r["operation"] for r in history[1:]] == ["WRITE", "MERGE"]
 
 
-def test_a_table_is_never_written_until_a_file_is_added_and_stays_written_once_emptied(spark, make_lakehouse, tmp_path):
+def test_a_table_is_known_empty_until_a_file_is_added_and_again_once_every_file_is_removed(
+    spark, make_lakehouse, tmp_path
+):
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
-    assert lakehouse.never_written(BRONZE_QUORUM_RAW)
+    assert lakehouse.known_empty(BRONZE_QUORUM_RAW)
+    lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1"), ("a", "c1")]))  # appended, deduplicated
+    lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1"), ("b", "c2")]))  # merged: only b is new
+    assert lakehouse.read(BRONZE_QUORUM_RAW).count() == 2
+    assert not lakehouse.known_empty(BRONZE_QUORUM_RAW)
+    spark.sql(f"DELETE FROM {lakehouse.ref(BRONZE_QUORUM_RAW)} WHERE record_id = 'a'")
+    assert not lakehouse.known_empty(BRONZE_QUORUM_RAW)
+    lakehouse.truncate(BRONZE_QUORUM_RAW)  # what a full refresh does: every file removed
+    assert lakehouse.known_empty(BRONZE_QUORUM_RAW)
     lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]))
-    assert not lakehouse.never_written(BRONZE_QUORUM_RAW)
-    lakehouse.truncate(BRONZE_QUORUM_RAW)  # empty again, but its log has added files: a MERGE decides from now on
-    assert not lakehouse.never_written(BRONZE_QUORUM_RAW)
-    lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1"), ("a", "c1")]))
     assert lakehouse.read(BRONZE_QUORUM_RAW).count() == 1
-    assert spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)} LIMIT 1").first()["operation"] == "MERGE"
+    operations = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").collect()]
+    assert operations[:4] == ["WRITE", "DELETE", "DELETE", "MERGE"]  # newest first
+    for _ in range(4):  # once the log has a checkpoint (every 10 commits), only a MERGE decides
+        lakehouse.truncate(BRONZE_QUORUM_RAW)
+        lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]))
+    lakehouse.truncate(BRONZE_QUORUM_RAW)
+    assert any(
+        ".checkpoint." in p.name for p in (tmp_path / "warehouse" / "bronze" / "quorum_raw" / "_delta_log").iterdir()
+    )
+    assert not lakehouse.known_empty(BRONZE_QUORUM_RAW)
 
 
 def test_replace_scope_fills_an_empty_table_by_one_append_then_merges_only_what_differs(
@@ -98,7 +113,7 @@ def test_replace_scope_with_no_rows_leaves_an_empty_table_without_a_commit(spark
     before = lakehouse.version(BRONZE_QUORUM_RAW)
     lakehouse.replace_groups(BRONZE_QUORUM_RAW, _raw(spark, []), spark.createDataFrame([("c1",)], "cluster_id string"))
     assert lakehouse.version(BRONZE_QUORUM_RAW) == before
-    assert lakehouse.never_written(BRONZE_QUORUM_RAW)
+    assert lakehouse.known_empty(BRONZE_QUORUM_RAW)
 
 
 def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spark_defaults(
