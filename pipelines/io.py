@@ -48,7 +48,9 @@ class Lakehouse:
         self.spark = spark
         self.config = config
         self._progress_rows: dict[str, dict[str, tuple[int, str | None]]] | None = None
-        self.rebuilding = False  # a full refresh: whole tables are read, whatever the landing zone's new data
+        # a full refresh reads whole tables, whatever the landing zone's new data: about this many landing bytes' worth
+        # (None: unknown, so Spark's defaults); 0 outside a full refresh
+        self.rebuild_bytes: int | None = 0
 
     # --- names and places ---------------------------------------------------------------------------------------
 
@@ -167,7 +169,9 @@ class Lakehouse:
         its CPU); more, or unknown (None), Spark's defaults. Local sessions only. Returns True when interpreted."""
         from pipelines.session import on_databricks
 
-        small = new_bytes is not None and new_bytes <= self.config.small_run_bytes and not self.rebuilding
+        limit = self.config.small_run_bytes
+        small = new_bytes is not None and new_bytes <= limit and self.rebuild_bytes is not None
+        small = small and self.rebuild_bytes <= limit
         if on_databricks():
             return False
         for key, interpreted, default in _ENGINE_SETTINGS:
@@ -180,6 +184,10 @@ class Lakehouse:
         if self.config.catalog:
             return self.spark.table(self.table_name(spec))
         return self.spark.read.format("delta").load(self.table_path(spec))
+
+    def size_bytes(self, spec: TableSpec) -> int:
+        """The bytes of the table's current files (DESCRIBE DETAIL)."""
+        return int(self.spark.sql(f"DESCRIBE DETAIL {self.ref(spec)}").first()["sizeInBytes"] or 0)
 
     def version(self, spec: TableSpec) -> int:
         """The table's current Delta version (read from its log on the driver)."""

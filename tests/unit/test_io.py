@@ -128,11 +128,33 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
         assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
         assert not lakehouse.tune_for(None)  # size unknown
-        lakehouse.rebuilding = True
+        lakehouse.rebuild_bytes = None  # a full refresh whose size is unknown
         assert not lakehouse.tune_for(0)
+        lakehouse.rebuild_bytes = 1001  # one that re-reads more than a small run
+        assert not lakehouse.tune_for(0)
+        lakehouse.rebuild_bytes = 1000
+        assert lakehouse.tune_for(0)
     finally:
-        lakehouse.rebuilding = False
+        lakehouse.rebuild_bytes = 0
         lakehouse.tune_for(0)  # the test session's engine
+
+
+def test_a_full_refresh_is_sized_by_the_tables_it_rereads(spark, make_lakehouse, tmp_path):
+    from pipelines.run import PARQUET_TO_LANDING, rebuild_size
+    from pipelines.tables import ALL_TABLES
+
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables(ALL_TABLES)
+    assert rebuild_size(lakehouse, ("silver", "gold")) == 0
+    lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]))
+    files = (tmp_path / "warehouse" / "bronze" / "quorum_raw").glob("*.parquet")
+    size = sum(p.stat().st_size for p in files)
+    assert size > 0
+    assert (
+        rebuild_size(lakehouse, ("silver",)) == rebuild_size(lakehouse, ("silver", "gold")) == PARQUET_TO_LANDING * size
+    )
+    assert rebuild_size(lakehouse, ("gold",)) == 0  # gold re-reads silver, still empty
+    assert rebuild_size(lakehouse, ("bronze", "silver")) is None  # the landing zone's size is not known
 
 
 def test_staged_rows_come_back_whole_in_parquet_files_of_bounded_size_and_are_removed(spark, make_lakehouse, tmp_path):
