@@ -169,9 +169,8 @@ class Lakehouse:
         its CPU); more, or unknown (None), Spark's defaults. Local sessions only. Returns True when interpreted."""
         from pipelines.session import on_databricks
 
-        limit = self.config.small_run_bytes
-        small = new_bytes is not None and new_bytes <= limit and self.rebuild_bytes is not None
-        small = small and self.rebuild_bytes <= limit
+        sizes = (new_bytes, self.rebuild_bytes)
+        small = None not in sizes and max(sizes) <= self.config.small_run_bytes
         if on_databricks():
             return False
         for key, interpreted, default in _ENGINE_SETTINGS:

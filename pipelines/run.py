@@ -13,6 +13,7 @@ from pipelines.tables import (
     BRONZE_METRICS_RAW,
     BRONZE_PARTITIONS_RAW,
     BRONZE_QUORUM_RAW,
+    BRONZE_SOURCES,
     GOLD_TABLES,
     SILVER_NODE_METRICS,
     SILVER_PARTITION_STATES,
@@ -98,12 +99,11 @@ PARQUET_TO_LANDING = 4
 def rebuild_size(lakehouse: Lakehouse, layers: tuple[str, ...]) -> int | None:
     """About how many landing bytes' worth a full refresh of `layers` re-reads: silver reads all of bronze, gold all of
     silver. A bronze rebuild re-reads the landing zone, whose size is not known here (None)."""
+    from pipelines import gold_job
+
     if "bronze" in layers:
         return None
-    sources = {
-        "silver": (BRONZE_QUORUM_RAW, BRONZE_METRICS_RAW, BRONZE_PARTITIONS_RAW),
-        "gold": (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS),
-    }
+    sources = {"silver": tuple(BRONZE_SOURCES.values()), "gold": gold_job.SOURCES}
     read = [spec for layer in LAYER_ORDER if layer in layers for spec in sources.get(layer, ())]
     return PARQUET_TO_LANDING * sum(lakehouse.size_bytes(spec) for spec in read)
 
