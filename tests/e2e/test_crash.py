@@ -1,6 +1,10 @@
-"""The crash harness: `quorumlake run` killed with SIGKILL at many points (inside each layer, between the MERGEs of one
+"""The crash harness: `quorumlake run` killed at many points (inside each layer, between the MERGEs of one
 batch, between layers), each restart killed again further on, then a run to completion, gives exactly the tables of
 one uninterrupted run: no record lost, none twice.
+
+One kill is real (SIGKILL to a `quorumlake run` of its own, between two MERGEs of a silver batch); at the other
+points the run copies its warehouse as it is at that instant, which is what a kill leaves on disk, and is abandoned,
+in this process (a cold process per point cost ~40 s of JVM start and warm-up each, most of this suite's time).
 
 Compared: every table's full contents, except the columns that say *when* a run happened (`ingested_at`,
 `quarantined_at`, `run_at`), which differ between runs by design. `silver.dq_validations` is a log of validations:
@@ -10,13 +14,14 @@ count commits and so differ too.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from pipelines import cli
+from pipelines import cli, faults
 from pipelines.tables import ALL_TABLES, PIPELINE_RUNS, SILVER_DQ_VALIDATIONS
 
 # In the order a run reaches them (bronze inserts its sources in name order; silver reads quorum, partitions, metrics).
@@ -34,6 +39,7 @@ POINTS = (
     "gold:replica lag SLI",
     "gold:ISR health and AtMinIsr episodes",
 )
+REAL_KILL = "silver:merged:silver.partition_states"
 WHEN = ("ingested_at", "quarantined_at", "run_at")
 COMPARED = [spec for spec in ALL_TABLES if spec not in (SILVER_DQ_VALIDATIONS, PIPELINE_RUNS)]
 
@@ -59,8 +65,9 @@ def quorumlake_run(landing: Path, warehouse: Path, *extra: str) -> int:
     return done.returncode
 
 
-def uninterrupted_run(landing: Path, warehouse: Path) -> int:
-    return cli.main(["run", "--landing", str(landing), "--warehouse", str(warehouse)])
+def uninterrupted_run(landing: Path, warehouse: Path, *extra: str) -> int:
+    """`quorumlake run` in this process (the suite's warm session)."""
+    return cli.main(["run", "--landing", str(landing), "--warehouse", str(warehouse), *extra])
 
 
 def contents(spark, warehouse: Path, spec) -> list[str]:
@@ -69,17 +76,50 @@ def contents(spark, warehouse: Path, spec) -> list[str]:
     return sorted(repr(tuple(r)) for r in df.collect())
 
 
-def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark, landing, tmp_path):
+class Abandoned(BaseException):
+    """Ends a run at its crash point once its warehouse was copied: a BaseException, so that no handler of the pipeline
+    (silver's `except Exception` for a failing batch) takes it for a failure to recover from."""
+
+
+def killed_in_process(monkeypatch, zone: Path, warehouse: Path, point: str, left: Path) -> None:
+    """A run "killed" at `point` without a process of its own: there, the warehouse is copied to `left` as it is at
+    that instant (what SIGKILL leaves on disk: every Delta commit and checkpoint file is complete or absent), and the
+    run is abandoned; whatever it does while unwinding touches only `warehouse`, which is then thrown away."""
+
+    def crash() -> None:
+        shutil.copytree(warehouse, left, symlinks=True)
+        raise Abandoned(point)
+
+    monkeypatch.setattr(faults, "crash", crash)
+    with contextlib.suppress(Abandoned):
+        uninterrupted_run(zone, warehouse, "--set", f"crash_at={point}")
+    monkeypatch.setattr(faults, "crash", faults.kill)
+    assert left.exists(), f"the run was not killed at {point}: point not reached"
+    shutil.rmtree(warehouse)
+
+
+def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark, landing, tmp_path, monkeypatch):
     zone = landing("landing", "landing_bad")
-    clean, crashed = tmp_path / "clean", tmp_path / "crashed"
-    # the uninterrupted reference runs in this process (the suite's warm session): only the runs that are killed
-    # need processes of their own
+    clean = tmp_path / "clean"
     assert uninterrupted_run(zone, clean) == 0
 
-    for point in POINTS:
-        code = quorumlake_run(zone, crashed, "--set", f"crash_at={point}")
-        assert code == -signal.SIGKILL, f"the run was not killed at {point} (exit {code}): point not reached"
-    assert quorumlake_run(zone, crashed) == 0
+    # a chain: each run starts from what the previous kill left and is killed further on. One kill is real, SIGKILL to
+    # a `quorumlake run` of its own, between two MERGEs of one silver batch; the others are copies taken in this
+    # process, which cost no JVM start each.
+    left: Path | None = None  # no warehouse yet
+    for step, point in enumerate(POINTS):
+        warehouse, killed = tmp_path / f"run-{step}", tmp_path / f"killed-{step}"
+        if left is not None:
+            shutil.copytree(left, warehouse, symlinks=True)
+        if point == REAL_KILL:
+            code = quorumlake_run(zone, warehouse, "--set", f"crash_at={point}")
+            assert code == -signal.SIGKILL, f"the run was not killed at {point} (exit {code}): point not reached"
+            warehouse.rename(killed)
+        else:
+            killed_in_process(monkeypatch, zone, warehouse, point, killed)
+        left = killed
+    crashed = left
+    assert uninterrupted_run(zone, crashed) == 0
 
     for spec in COMPARED:
         assert contents(spark, crashed, spec) == contents(spark, clean, spec), spec.name
@@ -92,6 +132,6 @@ def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark,
         '"replicas":[1,2,3],"isr":[1,2,3],"min_isr":2}\n'
     )
     assert uninterrupted_run(zone, clean) == 0
-    assert quorumlake_run(zone, crashed) == 0
+    assert uninterrupted_run(zone, crashed) == 0
     for spec in COMPARED:
         assert contents(spark, crashed, spec) == contents(spark, clean, spec), spec.name
