@@ -194,40 +194,56 @@ def _report(done: subprocess.CompletedProcess) -> dict:
     return json.loads(line[len("CLIENT ") :])
 
 
-def test_run_through_spark_connect_writes_the_same_tables_as_the_classic_session(
-    spark, zone, classic, connect_url, tmp_path
-):
-    warehouse = tmp_path / "wh"
-    done = _run_client(
-        ["run", "--landing", str(zone), "--warehouse", str(warehouse), "--set", f"spark_remote={connect_url}"],
-        _env(),
-        tmp_path,
-    )
-    report = _report(done)
-    assert report["session"] == "pyspark.sql.connect.session.SparkSession"
-    assert report == {"sparkContext": 0, "dup2": 0, "cache": 0, "jvm_started": False, "session": report["session"]}
-    assert "silver.quorum_snapshots" in done.stdout  # the run's summary
-    got = tables(spark, warehouse)
-    assert {name: len(rows) for name, rows in got.items()} == {name: len(rows) for name, rows in classic.items()}
-    for name in classic:
-        assert got[name] == classic[name], name
-
-
-def test_the_databricks_path_never_touches_spark_context_or_file_descriptors(
-    spark, zone, classic, connect_url, tmp_path
-):
-    # DATABRICKS_RUNTIME_VERSION makes it the Databricks path: the session is whatever SparkSession.builder hands
-    # over, here a Spark Connect session (SPARK_REMOTE), as on serverless, where sparkContext and caching are absent
-    warehouse = tmp_path / "wh"
+@pytest.fixture(scope="module")
+def databricks_run(zone, connect_url, tmp_path_factory) -> tuple[Path, dict]:
+    """`quorumlake run` on the Databricks code path: DATABRICKS_RUNTIME_VERSION set, the session whatever
+    SparkSession.builder hands over, here a Spark Connect session (SPARK_REMOTE), as on serverless, where
+    sparkContext and caching are absent. Returns its warehouse and what the client counted."""
+    root = tmp_path_factory.mktemp("connect-databricks")
+    warehouse = root / "wh"
     env = _env(DATABRICKS_RUNTIME_VERSION="client.5.0", SPARK_REMOTE=connect_url)
-    done = _run_client(["run", "--landing", str(zone), "--warehouse", str(warehouse)], env, tmp_path)
-    report = _report(done)
+    done = _run_client(["run", "--landing", str(zone), "--warehouse", str(warehouse)], env, root)
+    assert "silver.quorum_snapshots" in done.stdout  # the run's summary
+    return warehouse, _report(done)
+
+
+def test_the_databricks_path_writes_the_classic_tables_and_never_touches_spark_context_or_file_descriptors(
+    spark, classic, databricks_run
+):
+    warehouse, report = databricks_run
     assert report["session"] == "pyspark.sql.connect.session.SparkSession"
     assert report["sparkContext"] == 0, "the Databricks path asked a session for its sparkContext"
     assert report["dup2"] == 0, "the Databricks path redirected file descriptors"
     assert report["cache"] == 0, "the Databricks path cached or checkpointed a DataFrame"
     assert not report["jvm_started"]
     assert not (warehouse / "_logs").exists()  # where the local path sends the JVM's output
+    got = tables(spark, warehouse)
+    assert {name: len(rows) for name, rows in got.items()} == {name: len(rows) for name, rows in classic.items()}
+    for name in classic:
+        assert got[name] == classic[name], name
+
+
+def test_the_spark_remote_setting_runs_through_spark_connect_and_a_repeated_run_changes_nothing(
+    spark, zone, classic, databricks_run, connect_url, tmp_path
+):
+    # `--set spark_remote=...` (no Databricks runtime): the session is a Spark Connect client of that server. Run on a
+    # copy of the warehouse the Databricks path filled from the same landing zone: nothing is new, so nothing changes.
+    warehouse = tmp_path / "wh"
+    shutil.copytree(databricks_run[0], warehouse, symlinks=True)
+    done = _run_client(
+        ["run", "--landing", str(zone), "--warehouse", str(warehouse), "--set", f"spark_remote={connect_url}"],
+        _env(),
+        tmp_path,
+    )
+    report = _report(done)
+    assert report == {
+        "sparkContext": 0,
+        "dup2": 0,
+        "cache": 0,
+        "jvm_started": False,
+        "session": "pyspark.sql.connect.session.SparkSession",
+    }
+    assert "none changed since the last run" in done.stdout + done.stderr
     got = tables(spark, warehouse)
     for name in classic:
         assert got[name] == classic[name], name
