@@ -8,10 +8,13 @@ demo: install
 	.venv/bin/quorumlake demo
 
 # Lint, then every test; the live Kafka test runs after the rest (-s: its log names the Kafka version). pytest's
-# exit code 5 (no test collected) fails the target like any other non-zero code.
+# exit code 5 (no test collected) fails the target like any other non-zero code. The rest runs on one worker per
+# core (TEST_WORKERS=1 for one process), each test file whole on one worker so that a module's shared warehouse,
+# demo fleet or Spark Connect server is built once.
+TEST_WORKERS ?= auto
 test: install lint
 	bash scripts/install-browser.sh
-	.venv/bin/python -m pytest -m "not live_kafka"
+	.venv/bin/python -m pytest -m "not live_kafka" -n $(TEST_WORKERS) --dist loadfile
 	.venv/bin/python -m pytest -m live_kafka -s tests/live
 
 live: install

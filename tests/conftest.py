@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +19,7 @@ from pipelines.io import Lakehouse
 from pipelines.session import get_spark, quiet
 
 DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).parent.parent
 
 # Python turns naive datetimes into Spark timestamps with the local zone; pin it so tests mean UTC everywhere.
 os.environ["TZ"] = "UTC"
@@ -57,3 +62,18 @@ def make_lakehouse(spark, tmp_path) -> Callable[..., Lakehouse]:
         return Lakehouse(spark, config)
 
     return make
+
+
+def build_wheel(dest: Path) -> subprocess.CompletedProcess:
+    """`pip wheel` of the checkout into `dest`. setuptools builds in the checkout's own build/ folder, so two builds at
+    once (tests on parallel workers) take turns on a machine-wide lock."""
+    lock_path = Path(tempfile.gettempdir()) / "quorumlake-wheel-build.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(dest), str(ROOT)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )

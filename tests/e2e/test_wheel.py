@@ -4,21 +4,19 @@ points on the test landing zone."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import venv
 import zipfile
 from pathlib import Path
+
+from tests.conftest import build_wheel
 
 ROOT = Path(__file__).parents[2]
 
 
 def test_wheel_installs_in_a_clean_venv_and_runs_the_pipeline(tmp_path):
     dist = tmp_path / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(dist), str(ROOT)],
-        check=True,
-        timeout=600,
-    )
+    built = build_wheel(dist)
+    assert built.returncode == 0, built.stderr
     wheel = next(dist.glob("quorumlake-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "expectations/silver_replica_states.json" in names and "pipelines/ivysettings.xml" in names

@@ -27,6 +27,7 @@ import yaml
 from sqlglot import exp
 
 from pipelines.cli import UsageError, build_parser
+from tests.conftest import build_wheel
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -712,13 +713,7 @@ def test_each_layer_entry_point_has_help(layer):
 
 
 def test_the_wheel_has_the_entry_points_and_no_spark(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(tmp_path), str(ROOT)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = build_wheel(tmp_path)
     assert result.returncode == 0, result.stderr
     (wheel,) = tmp_path.glob("quorumlake-*.whl")
     with zipfile.ZipFile(wheel) as archive:
