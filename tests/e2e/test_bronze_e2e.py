@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import os
 import shutil
 import time
@@ -12,6 +14,8 @@ import pytest
 
 from pipelines import cli
 from pipelines.tables import BRONZE_SOURCES
+
+DATA = Path(__file__).parents[1] / "data"
 
 WHOLE_FILE_SUFFIXES = (".replication.txt", ".status.txt", ".prom", ".topics.txt")
 
@@ -54,10 +58,12 @@ def bronze_counts(spark, warehouse: Path) -> dict[str, int]:
     }
 
 
-def run(landing: Path, warehouse: Path, capsys) -> dict[str, tuple[int, int]]:
+def run(landing: Path, warehouse: Path) -> dict[str, tuple[int, int]]:
     """Run the CLI; its summary as {table: (rows added, rows quarantined)}."""
-    assert cli.main(["run", "--landing", str(landing), "--warehouse", str(warehouse), "--layers", "bronze"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["run", "--landing", str(landing), "--warehouse", str(warehouse), "--layers", "bronze"]) == 0
+    lines = out.getvalue().splitlines()
     assert lines[0].split() == ["table", "rows", "added", "quarantined"]
     return {t: (int(a), int(q)) for t, a, q in (line.split() for line in lines[1:])}
 
@@ -67,12 +73,23 @@ def zone(landing):
     return landing("landing", "landing_bad")
 
 
-def test_every_landing_record_lands_once_and_reruns_change_nothing(spark, zone, tmp_path, capsys):
-    warehouse = tmp_path / "wh"
+@pytest.fixture(scope="module")
+def first_run(spark, tmp_path_factory) -> tuple[Path, Path, dict[str, tuple[int, int]]]:
+    """One bronze run of the test landing zone into an empty warehouse, shared by the tests that only read it (or
+    run again with nothing new, which writes nothing): the landing zone, the warehouse and the run's summary."""
+    root = tmp_path_factory.mktemp("bronze-first-run")
+    zone = root / "landing"
+    for tree in ("landing", "landing_bad"):
+        shutil.copytree(DATA / tree, zone, dirs_exist_ok=True)
+    warehouse = root / "wh"
+    return zone, warehouse, run(zone, warehouse)
+
+
+def test_every_landing_record_lands_once_and_reruns_change_nothing(spark, first_run):
+    zone, warehouse, out = first_run
     expected = expected_records(zone)
     assert expected == {"quorum": 23, "metrics": 12, "partitions": 17}
 
-    out = run(zone, warehouse, capsys)
     assert bronze_counts(spark, warehouse) == expected
     assert out == {"bronze.quorum_raw": (23, 14), "bronze.metrics_raw": (12, 4), "bronze.partitions_raw": (17, 4)}
 
@@ -80,7 +97,7 @@ def test_every_landing_record_lands_once_and_reruns_change_nothing(spark, zone, 
         s: spark.sql(f"DESCRIBE HISTORY delta.`{warehouse}/bronze/{spec.table}`").count()
         for s, spec in BRONZE_SOURCES.items()
     }
-    out = run(zone, warehouse, capsys)
+    out = run(zone, warehouse)
     assert bronze_counts(spark, warehouse) == expected
     assert out == {"bronze.quorum_raw": (0, 0), "bronze.metrics_raw": (0, 0), "bronze.partitions_raw": (0, 0)}
     # A run with nothing new does not even write: the tables keep their versions.
@@ -90,9 +107,9 @@ def test_every_landing_record_lands_once_and_reruns_change_nothing(spark, zone, 
     }
 
 
-def test_a_new_file_adds_exactly_its_records_and_a_copy_adds_none(spark, zone, tmp_path, capsys):
+def test_a_new_file_adds_exactly_its_records_and_a_copy_adds_none(spark, zone, tmp_path):
     warehouse = tmp_path / "wh"
-    run(zone, warehouse, capsys)
+    run(zone, warehouse)
     before = bronze_counts(spark, warehouse)
 
     new = zone / "partitions" / "date=2024-10-28" / "more.jsonl"
@@ -108,18 +125,18 @@ def test_a_new_file_adds_exactly_its_records_and_a_copy_adds_none(spark, zone, t
     gz.parent.mkdir()
     gz.write_bytes(gzip.compress((zone / "quorum" / "cluster=kraft-cli39" / "1730000000600.status.txt").read_bytes()))
 
-    out = run(zone, warehouse, capsys)
+    out = run(zone, warehouse)
     after = bronze_counts(spark, warehouse)
     assert after == {**before, "partitions": before["partitions"] + 2}
     assert out == {"bronze.quorum_raw": (0, 0), "bronze.metrics_raw": (0, 0), "bronze.partitions_raw": (2, 0)}
 
 
-def test_bronze_rows_keep_payload_and_lineage(spark, zone, tmp_path, capsys):
-    warehouse = tmp_path / "wh"
-    run(zone, warehouse, capsys)
+def test_bronze_rows_keep_payload_and_lineage(spark, first_run):
+    zone, warehouse, _ = first_run
+    table = f"delta.`{warehouse / 'bronze' / 'quorum_raw'}`"
     source = zone / "quorum" / "cluster=kraft-cli39" / "1730000000600.replication.txt"
     row = spark.sql(
-        "SELECT * FROM bronze.quorum_raw WHERE format = 'quorum_cli_replication' AND cluster_id = 'kraft-cli39'"
+        f"SELECT * FROM {table} WHERE format = 'quorum_cli_replication' AND cluster_id = 'kraft-cli39'"
     ).collect()
     assert len(row) == 1
     assert row[0]["payload"] == source.read_text()  # the exact bytes, trailing TABs included
@@ -129,7 +146,7 @@ def test_bronze_rows_keep_payload_and_lineage(spark, zone, tmp_path, capsys):
 
     lines = (zone / "quorum" / "date=2024-10-27" / "describe-quorum.jsonl").read_text().splitlines()
     got = spark.sql(
-        "SELECT line_number, payload, api_version, parse_error FROM bronze.quorum_raw "
+        f"SELECT line_number, payload, api_version, parse_error FROM {table} "
         "WHERE format = 'describe_quorum_json' AND source_file LIKE '%describe-quorum.jsonl' ORDER BY line_number"
     ).collect()
     assert [r["payload"] for r in got] == lines
@@ -137,10 +154,9 @@ def test_bronze_rows_keep_payload_and_lineage(spark, zone, tmp_path, capsys):
     assert all(r["parse_error"] is None for r in got)
 
 
-def test_bronze_tables_are_real_delta_tables_readable_by_another_reader(spark, zone, tmp_path, capsys):
+def test_bronze_tables_are_real_delta_tables_readable_by_another_reader(spark, first_run):
     deltalake = pytest.importorskip("deltalake")
-    warehouse = tmp_path / "wh"
-    run(zone, warehouse, capsys)
+    _, warehouse, _ = first_run
     for spec in BRONZE_SOURCES.values():
         path = warehouse / "bronze" / spec.table
         assert (path / "_delta_log" / "00000000000000000000.json").is_file()
@@ -160,7 +176,8 @@ def test_settled_folders_are_checked_by_their_time_alone_and_a_late_file_in_one_
     for path in [zone, *zone.rglob("*")]:
         if not path.is_symlink():
             os.utime(path, (then, then))
-    run(zone, warehouse, capsys)
+    run(zone, warehouse)
+    capsys.readouterr()
     before = bronze_counts(spark, warehouse)
 
     def bronze_says() -> str:
