@@ -13,6 +13,7 @@ Spark 4.2.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -210,29 +211,76 @@ class Lakehouse:
         return [dict(r["operationMetrics"] or {}) for r in rows.select("operationMetrics").collect()]
 
     def known_empty(self, spec: TableSpec) -> bool:
-        """Whether the table certainly holds no row: a local table whose log (commits only, no checkpoint yet) removed
-        every file it added, or never added one (what CREATE TABLE and a full refresh's DELETE leave). Read on the
-        driver, no Spark job. A checkpointed log, or a table that is not local, answers False: a MERGE decides."""
+        """Whether the table certainly holds no row: a local table whose log removed every file it added, or never
+        added one (what CREATE TABLE and a full refresh's DELETE leave). Read on the driver, no Spark job. A table
+        that is not local, or a log this cannot read, answers False: a MERGE decides."""
+        files = self._live_files(spec)
+        return files is not None and not files
+
+    def holds_nothing_within(self, spec: TableSpec, bounds: Bounds) -> bool:
+        """Whether the table certainly holds no row within `bounds`: its local log's statistics put every live file's
+        time column outside them (a batch of new times after a history, the common case). Read on the driver, no
+        Spark job; False when unsure (no statistics for the column, a table that is not local)."""
+        files = self._live_files(spec)
+        return files is not None and all(_outside(stats, bounds) for stats in files.values())
+
+    def _holds_none(self, spec: TableSpec, bounds: Bounds | None) -> bool:
+        """Whether the rows a write compares with are certainly absent: the table is empty, or holds nothing within
+        the bounds that every row the write could match or remove satisfies."""
+        if bounds is None:
+            return self.known_empty(spec)
+        return self.holds_nothing_within(spec, bounds)
+
+    def _live_files(self, spec: TableSpec) -> dict[str, str | None] | None:
+        """The data files of a local table's current version and their statistics (JSON text), from its
+        `_delta_log` on the driver: the last classic checkpoint's files (single or multi-part Parquet), then every
+        commit after it (a file removed and added by one commit, a new deletion vector, stays). None when the log
+        is not local or not in that shape (a v2 checkpoint, staged commits, a gap), so the caller asks Spark."""
         log = self._local_log(spec)
         if log is None:
-            return False
-        names = sorted(os.listdir(log))
-        if any(".checkpoint." in name or name == "_last_checkpoint" for name in names):
-            return False
-        live: set[str] = set()
-        for name in names:
-            if not _COMMIT_FILE.fullmatch(name):
-                continue
-            added, removed = set(), set()
-            with open(os.path.join(log, name), encoding="utf-8") as f:
+            return None
+        names = set(os.listdir(log))
+        staged = os.path.join(log, "_staged_commits")
+        if os.path.isdir(staged) and os.listdir(staged):
+            return None
+        live: dict[str, str | None] = {}
+        first = 0
+        if "_last_checkpoint" in names:
+            try:
+                with open(os.path.join(log, "_last_checkpoint"), encoding="utf-8") as f:
+                    last = json.load(f)
+                if "v2Checkpoint" in last:
+                    return None
+                version, parts = int(last["version"]), last.get("parts")
+                parquet = (
+                    [f"{version:020d}.checkpoint.parquet"]
+                    if not parts
+                    else [f"{version:020d}.checkpoint.{i:010d}.{int(parts):010d}.parquet" for i in range(1, parts + 1)]
+                )
+                for name in parquet:
+                    adds = pq.read_table(os.path.join(log, name), columns=["add"]).flatten()
+                    for path, stats in zip(adds["add.path"].to_pylist(), adds["add.stats"].to_pylist(), strict=True):
+                        if path is not None:
+                            live[path] = stats
+            except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+                return None
+            first = version + 1
+        commits = sorted(int(name[:-5]) for name in names if _COMMIT_FILE.fullmatch(name) and int(name[:-5]) >= first)
+        if commits != list(range(first, first + len(commits))):
+            return None  # a gap: not a log this can replay
+        for version in commits:
+            added, removed = {}, set()
+            with open(os.path.join(log, f"{version:020d}.json"), encoding="utf-8") as f:
                 for line in f:
                     if line.startswith('{"add"'):
-                        added.add(json.loads(line)["add"]["path"])
+                        action = json.loads(line)["add"]
+                        added[action["path"]] = action.get("stats")
                     elif line.startswith('{"remove"'):
                         removed.add(json.loads(line)["remove"]["path"])
-            # a file removed and added by one commit (a new deletion vector) stays
-            live = (live - removed) | added
-        return not live
+            for path in removed:
+                live.pop(path, None)
+            live.update(added)
+        return live
 
     def _local_log(self, spec: TableSpec) -> str | None:
         """A local table's `_delta_log` folder, whose commit files the driver reads directly (a directory listing
@@ -321,7 +369,7 @@ class Lakehouse:
         clusters), so the cost follows the new rows, not the table's history."""
         key = list(spec.key)
         source = rows.select(*spec.column_names).dropDuplicates(key)
-        if self.known_empty(spec):  # no key is there yet: an append, not a MERGE (see replace_scope)
+        if self._holds_none(spec, bounds):  # no key is there yet: an append, not a MERGE (see replace_scope)
             self.append(spec, source)
             return
         condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key)
@@ -345,16 +393,18 @@ class Lakehouse:
         match: Callable[[DataFrame, DataFrame], object],
         bounds: Bounds | None = None,
     ) -> None:
-        """Make the table hold exactly `rows` within `scope`, in one atomic MERGE.
+        """Make the table hold exactly `rows` within `scope`, in one atomic commit (a MERGE, or an append when all the
+        rows that differ are new keys and no row in scope goes).
 
         A target row is in scope when `match(target, scope)` holds for some scope row. Changed rows are updated,
         new ones inserted, rows in scope that `rows` no longer has are deleted; unchanged rows are not touched, so a
         re-run writes nothing new. `bounds` (a predicate every in-scope row satisfies) limits the files read."""
-        if self.known_empty(spec):
-            # An empty table holds nothing in any scope, so the rows are its content: one append instead of
-            # comparing, caching and merging (a MERGE costs several Spark jobs however few its rows; a warehouse's
-            # first run, a backfill, the demo or a full refresh fills every table this way). A crash after the
-            # append leaves a table that the re-run MERGEs into, to the same rows.
+        if self._holds_none(spec, bounds):
+            # A table that holds nothing within the bounds holds nothing in scope and none of the rows' keys, so the
+            # rows are what it must gain: one append instead of comparing, caching and merging (a MERGE costs several
+            # Spark jobs however few its rows). A warehouse's first run (a backfill, the demo), a full refresh, and a
+            # batch of new times after a history write this way. A crash after the append leaves a table that the
+            # re-run MERGEs into, to the same rows.
             self.append(spec, rows)
             return
         key = list(spec.key)
@@ -364,21 +414,35 @@ class Lakehouse:
         data = [c for c in spec.column_names if c not in key]
         wanted = rows.select(*spec.column_names)
         new_keys = wanted.select(*key)
-        # Rows the table already holds exactly are left out, so their files are not rewritten.
-        changed_rows = wanted.join(target, _null_safe(wanted, target, spec.column_names), "left_anti")
-        source = changed_rows.withColumn("_delete", F.lit(False))
+        # Each wanted row beside the table's row of the same key, if any: rows the table already holds exactly are
+        # left out (their files are not rewritten), and the others say whether their key is there (`_present`).
+        held = target.select(*(F.col(c).alias(f"_held_{c}") for c in spec.column_names), F.lit(True).alias("_present"))
+        beside = wanted.join(held, _all(F.col(k).eqNullSafe(F.col(f"_held_{k}")) for k in key), "left")
+        present = F.coalesce(F.col("_present"), F.lit(False))
+        unchanged = present & _all(F.col(c).eqNullSafe(F.col(f"_held_{c}")) for c in data)
+        source = beside.where(~unchanged).select(
+            *spec.column_names, F.lit(False).alias("_delete"), present.alias("_present")
+        )
         in_scope = target.join(scope, match(target, scope), "left_semi")
         stale = (
             in_scope.join(new_keys, _null_safe(in_scope, new_keys, key), "left_anti")
             .select(*spec.column_names)
             .withColumn("_delete", F.lit(True))
+            .withColumn("_present", F.lit(True))
         )
         changed = " OR ".join(f"NOT (t.`{c}` <=> s.`{c}`)" for c in data) or "false"
         merge_source = cached(source.unionByName(stale))
         try:
-            if merge_source.isEmpty():  # nothing differs: no commit at all
+            # one small job says whether there is anything to write, and whether any of it touches a row the table
+            # holds (a changed row, a stale one); when none does, the rows are new keys only: what the MERGE would
+            # do is an append, which costs one write instead of the MERGE's scans and joins of the target
+            seen = merge_source.agg(F.count(F.lit(1)).alias("n"), F.max("_present").alias("touches")).first()
+            if not seen["n"]:  # nothing differs: no commit at all
                 return
-            self._merge_replace(spec, merge_source, key, data, changed, bounds)
+            if not seen["touches"]:
+                self.append(spec, merge_source)
+                return
+            self._merge_replace(spec, merge_source.drop("_present"), key, data, changed, bounds)
         finally:
             release(merge_source)
 
@@ -660,6 +724,42 @@ def _sql_str(text: str) -> str:
 
 def _sql_literal(value: str) -> str:
     return "'" + _sql_str(str(value)) + "'"
+
+
+def _outside(stats: str | None, bounds: Bounds) -> bool:
+    """Whether a data file whose Delta statistics are `stats` certainly holds no row within `bounds`, by its time
+    column's minimum and maximum (Delta keeps timestamps to the millisecond in statistics: the maximum is widened by
+    one). Unknown statistics: not outside."""
+    if not stats:
+        return False
+    values = json.loads(stats)
+    if values.get("numRecords") == 0:
+        return True
+    column, nulls = bounds.column, values.get("nullCount", {}).get(bounds.column)
+    if bounds.or_null and nulls != 0:
+        return False  # a row without a time would be within
+    low, high = values.get("minValues", {}).get(column), values.get("maxValues", {}).get(column)
+    if low is None or high is None:  # no statistics, or (when every value is NULL) no time within any bounds
+        return nulls is not None and nulls == values.get("numRecords")
+    try:
+        low_us = _micros(low)
+        high_us = _micros(high) + 999
+    except (TypeError, ValueError):
+        return False
+    return (bounds.lo_us is not None and high_us < bounds.lo_us) or (bounds.hi_us is not None and low_us > bounds.hi_us)
+
+
+def _micros(text: str) -> int:
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp without a zone in Delta statistics: {text}")
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _all(conditions):
+    """The conjunction of some Column conditions (true when there are none)."""
+    return functools.reduce(lambda a, b: a & b, conditions, F.lit(True))
 
 
 def _null_safe(left: DataFrame, right: DataFrame, cols: list[str]):

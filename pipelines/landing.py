@@ -118,26 +118,34 @@ def scan_landing(
             subfolders: list[str] = []
             first = len(files)
             settled = cutoff_ns is not None and mtime_ns < cutoff_ns
+            prefix = file_uri(directory) + os.sep
             for entry in entries:
                 if entry.name.startswith(IGNORED_PREFIXES):
                     continue
-                full = os.path.join(directory, entry.name)
                 if entry.is_dir(follow_symlinks=False):
                     subfolders.append(entry.name)
                     continue
-                if entry.is_symlink() and os.path.isdir(full):
-                    found = _problem(
-                        source, full, "symlinked folder not followed (move the files into the landing zone instead)"
-                    )
-                else:
-                    found = _entry(source, full, root_real)
-                files.append(found)
-                settled = (
-                    settled
-                    and not entry.is_symlink()
-                    and found.problem is None
-                    and (int(found.modified_at.timestamp() * 1_000_000_000) < cutoff_ns)
-                )
+                full = entry.path
+                if entry.is_symlink():
+                    if os.path.isdir(full):
+                        found = _problem(
+                            source, full, "symlinked folder not followed (move the files into the landing zone instead)"
+                        )
+                    else:
+                        found = _entry(source, full, root_real)
+                    files.append(found)
+                    settled = False
+                    continue
+                # a plain file (the common case): one stat, its URI from its folder's
+                try:
+                    stat = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    found = _problem(source, full, f"cannot stat file ({exc.strerror or exc})")
+                    files.append(found)
+                    settled = False
+                    continue
+                files.append(LandingFile(source, prefix + entry.name, stat.st_size, _mtime(stat.st_mtime)))
+                settled = settled and stat.st_mtime_ns < cutoff_ns
             folders[directory] = Folder(mtime_ns, tuple(subfolders), settled)
             if not settled:
                 unsettled += files[first:]

@@ -162,10 +162,14 @@ def gold_versions(spark) -> dict[str, int]:
 
 
 def rows_written_since(spark, name: str, version: int) -> tuple[int, int, int]:
-    """(inserted, updated, deleted) rows over the table's commits after `version`, from Delta's operationMetrics."""
+    """(inserted, updated, deleted) rows over the table's commits after `version`, from Delta's operationMetrics: a
+    MERGE's, or an append's rows as inserted (rows of new keys only, after a table's rows, are appended)."""
     totals = [0, 0, 0]
     for r in spark.sql(f"DESCRIBE HISTORY gold.{name}").where(f"version > {version}").collect():
         metrics = r["operationMetrics"] or {}
+        if r["operation"] == "WRITE":
+            totals[0] += int(metrics["numOutputRows"])
+            continue
         for i, key in enumerate(("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")):
             totals[i] += int(metrics.get(key, 0))
     return tuple(totals)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from chispa import assert_df_equality
+from pyspark.sql import functions as F
 
 from pipelines.io import Bounds, Lakehouse
 from pipelines.tables import BRONZE_QUORUM_RAW
@@ -75,14 +76,87 @@ def test_a_table_is_known_empty_until_a_file_is_added_and_again_once_every_file_
     assert lakehouse.read(BRONZE_QUORUM_RAW).count() == 1
     operations = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").collect()]
     assert operations[:4] == ["WRITE", "DELETE", "DELETE", "MERGE"]  # newest first
-    for _ in range(4):  # once the log has a checkpoint (every 10 commits), only a MERGE decides
+    for _ in range(4):  # past a checkpoint (every 10 commits): the checkpoint's files, then the commits after it
         lakehouse.truncate(BRONZE_QUORUM_RAW)
         lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]))
-    lakehouse.truncate(BRONZE_QUORUM_RAW)
     assert any(
         ".checkpoint." in p.name for p in (tmp_path / "warehouse" / "bronze" / "quorum_raw" / "_delta_log").iterdir()
     )
     assert not lakehouse.known_empty(BRONZE_QUORUM_RAW)
+    lakehouse.truncate(BRONZE_QUORUM_RAW)
+    assert lakehouse.known_empty(BRONZE_QUORUM_RAW)
+
+
+def _raw_at(spark, rows):
+    """bronze.quorum_raw rows from (record_id, collected_at) pairs in cluster c1."""
+    return (
+        _raw(spark, [(rid, "c1") for rid, _ in rows])
+        .drop("collected_at")
+        .join(spark.createDataFrame(rows, "record_id string, collected_at timestamp"), "record_id")
+        .select(*BRONZE_QUORUM_RAW.column_names)
+    )
+
+
+def test_the_files_read_from_the_log_through_a_checkpoint_are_the_ones_delta_reads(spark, make_lakehouse, tmp_path):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    for hour in range(12):  # appends, MERGEs and a delete past the checkpoint at version 10
+        rows = _raw_at(spark, [(f"r{hour}", T0 + timedelta(hours=hour))])
+        lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at"))
+        if hour == 5:
+            spark.sql(f"DELETE FROM {lakehouse.ref(BRONZE_QUORUM_RAW)} WHERE record_id = 'r2'")
+    log = tmp_path / "warehouse" / "bronze" / "quorum_raw" / "_delta_log"
+    assert (log / "_last_checkpoint").is_file()
+    live = lakehouse._live_files(BRONZE_QUORUM_RAW)
+    read = lakehouse.read(BRONZE_QUORUM_RAW).inputFiles()
+    assert sorted(live) == sorted(Path(p).name for p in read)
+    assert all(stats for stats in live.values())
+
+
+def test_a_table_holds_nothing_within_bounds_its_files_statistics_exclude(spark, make_lakehouse, tmp_path):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    us = 1_000_000
+    t0 = int(T0.timestamp()) * us
+    assert lakehouse.holds_nothing_within(BRONZE_QUORUM_RAW, Bounds("collected_at", t0, None))  # empty
+    later = T0 + timedelta(hours=1, microseconds=1500)
+    lakehouse.append(BRONZE_QUORUM_RAW, _raw_at(spark, [("a", T0), ("b", later)]).coalesce(1))  # one file
+    t1 = t0 + 3600 * us + 1500
+
+    def within(lo, hi=None, or_null=False):
+        return not lakehouse.holds_nothing_within(BRONZE_QUORUM_RAW, Bounds("collected_at", lo, hi, None, or_null))
+
+    assert not within(t1 + 500)  # after the millisecond of the newest row
+    assert within(t1 + 499)  # within it: statistics keep milliseconds and cannot tell apart
+    assert within(t1)  # the newest row itself
+    assert not within(None, t0 - 1)  # before the oldest
+    assert within(t0 - us, t0)
+    assert within(t0 + us, t0 + 2 * us)  # between two rows of one file: its statistics cannot tell
+    lakehouse.append(BRONZE_QUORUM_RAW, _raw_at(spark, [("c", None)]))
+    assert not within(t1 + 500)  # a row without a time holds no time
+    assert within(t1 + 500, or_null=True)  # ... unless rows without a time are within
+
+
+def test_new_keys_after_a_history_are_appended_and_a_repeat_adds_nothing(spark, make_lakehouse, tmp_path):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    history = _raw_at(spark, [("a", T0), ("b", T0 + timedelta(hours=1))])
+    batch = _raw_at(spark, [("c", T0 + timedelta(hours=2)), ("d", T0 + timedelta(hours=3))])
+    for rows in (history, batch):  # a batch of later times after the history: both appended
+        lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at"))
+    operations = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").collect()]
+    assert operations[::-1][1:] == ["WRITE", "WRITE"]
+    version = lakehouse.version(BRONZE_QUORUM_RAW)
+    for rows in (batch, history):  # a file read twice, an old file again: MERGEs that find every key there
+        lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at"))
+    assert lakehouse.version(BRONZE_QUORUM_RAW) == version
+    assert_df_equality(
+        lakehouse.read(BRONZE_QUORUM_RAW),
+        history.union(batch),
+        ignore_row_order=True,
+        ignore_nullable=True,
+        ignore_metadata=True,
+    )
 
 
 def test_replace_scope_fills_an_empty_table_by_one_append_then_merges_only_what_differs(
@@ -104,6 +178,30 @@ def test_replace_scope_fills_an_empty_table_by_one_append_then_merges_only_what_
         ignore_row_order=True,
         ignore_nullable=True,
         ignore_metadata=True,
+    )
+
+
+def test_replace_scope_appends_rows_of_new_keys_and_merges_once_a_row_held_changes_or_goes(
+    spark, make_lakehouse, tmp_path
+):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    c1 = spark.createDataFrame([("c1",)], "cluster_id string")
+    lakehouse.replace_groups(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]), c1)  # the first write: an append
+    # a held unchanged and b new, nothing in scope goes: only b is written, by an append
+    lakehouse.replace_groups(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1"), ("b", "c1")]), c1)
+    changed = _raw(spark, [("a", "c1"), ("b", "c1")]).withColumn("line_number", F.lit(7).cast("int"))
+    lakehouse.replace_groups(BRONZE_QUORUM_RAW, changed, c1)  # both held rows change: a MERGE updates them
+    lakehouse.replace_groups(BRONZE_QUORUM_RAW, changed.where("record_id = 'a'").union(_raw(spark, [("d", "c1")])), c1)
+    history = spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
+    assert [r["operation"] for r in history[1:]] == ["WRITE", "WRITE", "MERGE", "MERGE"]
+    assert int(history[2]["operationMetrics"]["numOutputRows"]) == 1
+    assert int(history[3]["operationMetrics"]["numTargetRowsUpdated"]) == 2
+    last = history[4]["operationMetrics"]  # b goes and d is new: not an append, or b would stay
+    assert (int(last["numTargetRowsDeleted"]), int(last["numTargetRowsInserted"])) == (1, 1)
+    expected = changed.where("record_id = 'a'").union(_raw(spark, [("d", "c1")]))
+    assert_df_equality(
+        lakehouse.read(BRONZE_QUORUM_RAW), expected, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True
     )
 
 
