@@ -13,7 +13,9 @@ file has no content to identify it by, so its path stands in for the content.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
+from dataclasses import dataclass
 from datetime import datetime
 
 from pyspark.sql import Column, DataFrame
@@ -21,6 +23,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
+# A piece of a file (`line_pieces`): `data` holds the piece, `content` is NULL, and these carry the rest.
+_PIECE_COLUMNS = (("content_hash", "STRING"), ("file_sha256", "STRING"), ("first_line", "INT"))
+PIECE_SCHEMA = ", ".join(f"{name} {sql_type}" for name, sql_type in _PIECE_COLUMNS)
 
 # (source folder, file-name suffix without .gz) -> (format, one record per line?)
 FORMATS: dict[str, list[tuple[str, str, bool]]] = {
@@ -72,9 +77,14 @@ _EPOCH_RANGE = f"between {MIN_EPOCH_MS} and {MAX_EPOCH_MS} (year 9999)"
 
 
 def build_raw_records(files: DataFrame, source: str, ingested_at: datetime) -> DataFrame:
-    """One bronze row per record of the given landing files (columns of BINARY_FILE_SCHEMA)."""
+    """One bronze row per record of the given landing files (columns of BINARY_FILE_SCHEMA; a reader that read
+    them already may add `data` and `read_error`, and hand a large JSON Lines file over as pieces with the
+    columns of PIECE_SCHEMA)."""
     if source not in FORMATS:
         raise ValueError(f"unknown landing source {source!r}; expected one of {sorted(FORMATS)}")
+    for name, sql_type in _PIECE_COLUMNS:  # given for the pieces of a large file (see `line_pieces`)
+        if name not in files.columns:
+            files = files.withColumn(name, F.lit(None).cast(sql_type))
     return (
         files.transform(_decompressed)
         .transform(lambda df: _classified(df, source))
@@ -127,8 +137,9 @@ def _decompressed(files: DataFrame) -> DataFrame:
     """`data` holds the file's bytes after gzip; `decode_error` says why it could not be decompressed.
 
     A reader that already read and decompressed the files (`pipelines.landing`) passes `data` and `read_error`."""
-    if "data" in files.columns:  # `data` is given for .gz files only; a plain file's data is its content
-        data = F.when(F.lower(F.col("path")).endswith(".gz"), F.col("data")).otherwise(F.col("content"))
+    if "data" in files.columns:  # `data` is given for .gz files and pieces only; else a file's data is its content
+        given = F.col("data").isNotNull() | F.lower(F.col("path")).endswith(".gz")
+        data = F.when(given, F.col("data")).otherwise(F.col("content"))
         return files.withColumn("data", data).withColumn("decode_error", F.col("read_error")).drop("read_error")
     is_gz = F.lower(F.col("path")).endswith(".gz")
     gz = (
@@ -161,6 +172,7 @@ def _classified(files: DataFrame, source: str) -> DataFrame:
         F.col("content"),
         F.col("data"),
         F.col("decode_error"),
+        *(F.col(name) for name, _ in _PIECE_COLUMNS),
         fmt.alias("format"),
         per_line.alias("per_line"),
         F.lit(source).alias("source"),
@@ -181,6 +193,57 @@ def _classified(files: DataFrame, source: str) -> DataFrame:
 def _path_segment(key: str) -> Column:
     value = F.regexp_extract(F.col("path"), rf"/{key}=([^/]+)/", 1)
     return F.when(value != "", value)
+
+
+# --- large JSON Lines files -> pieces -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of whole lines of a JSON Lines file: its bytes and how many lines come before it in the file."""
+
+    first_line: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """A file handed to Spark as pieces, with what needs the whole file computed once, here."""
+
+    content_hash: str  # sha256 of the file's data (after gzip), as `sha2(data, 256)` gives it
+    file_sha256: str  # sha256 of the bytes as stored
+    pieces: list[Piece]
+
+
+def line_pieces(source: str, path: str, content: bytes, data: bytes, max_bytes: int) -> Pieces | None:
+    """A JSON Lines file larger than `max_bytes`, cut after newlines into pieces of about `max_bytes`, when its
+    records come out of the pieces exactly as out of the whole file: valid UTF-8 without NUL bytes (the rare file
+    that is not stays whole, judged line by line in Spark). Otherwise None.
+
+    Spark holds a whole file as one value, copied several times while it is split into lines: a file of tens of MB
+    costs hundreds of MB of the JVM's heap, where a piece costs a few. A line longer than `max_bytes` is a piece of
+    its own."""
+    if len(data) <= max_bytes or not _is_line_format(source, path) or b"\x00" in data:
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    pieces, start, lines = [], 0, 0
+    while start < len(data):
+        end = data.rfind(b"\n", start, start + max_bytes) + 1
+        if end <= start:  # no newline within max_bytes: the piece runs to the end of this line
+            end = data.find(b"\n", start + max_bytes) + 1 or len(data)
+        piece = data[start:end]
+        pieces.append(Piece(lines, piece))
+        lines += piece.count(b"\n")
+        start = end
+    return Pieces(hashlib.sha256(data).hexdigest(), hashlib.sha256(content).hexdigest(), pieces)
+
+
+def _is_line_format(source: str, path: str) -> bool:
+    name = path.rsplit("/", 1)[-1].lower().removesuffix(".gz")
+    return next((lines for suffix, _, lines in FORMATS.get(source, []) if name.endswith(suffix)), False)
 
 
 # --- text -> records ------------------------------------------------------------------------------------------------
@@ -233,22 +296,27 @@ def _split_into_records(files: DataFrame) -> DataFrame:
     as bytes, line by line. A UTF-8 byte order mark at the start of the file is not part of the first record.
     Everything that needs the whole file (hashes, the file-level error) is computed once per file, before the
     file is split: a record row must not carry (or re-hash) its file's full content."""
-    files = files.select(
-        "*",
+    content_hash = (
         F.when(F.col("file_size") == 0, F.concat(F.lit("empty:"), F.col("source_file")))
+        .when(F.col("content_hash").isNotNull(), F.col("content_hash"))
         .when(
             F.col("content").isNull(),
             F.concat(F.lit("unread:"), F.col("source_file"), F.lit(":"), F.col("file_modified_at").cast("string")),
         )
         .otherwise(F.sha2(F.coalesce(F.col("data"), F.col("content")), 256))
-        .alias("content_hash"),
-        F.sha2(F.col("content"), 256).alias("file_sha256"),
+    )
+    first_line = F.coalesce(F.col("first_line"), F.lit(0))
+    files = files.select(
+        *(c for c in files.columns if c not in ("content_hash", "file_sha256", "first_line")),
+        content_hash.alias("content_hash"),
+        F.coalesce(F.col("file_sha256"), F.sha2(F.col("content"), 256)).alias("file_sha256"),
+        first_line.alias("first_line"),
         _file_error().alias("file_error"),
     )
     has_text = F.col("data").isNotNull() & (F.length("data") > 0)
     as_text = F.col("per_line") & has_text & F.col("is_utf8")
     as_bytes = F.coalesce(F.col("per_line") & has_text & ~F.col("is_utf8") & ~F.col("has_nul"), F.lit(False))
-    text = F.regexp_replace(F.col("text"), "^\ufeff", "")
+    text = F.when(F.col("first_line") == 0, F.regexp_replace(F.col("text"), "^\ufeff", "")).otherwise(F.col("text"))
     lines = F.split(text, "\n", -1)
     lines = F.when(text.endswith("\n"), F.slice(lines, 1, F.size(lines) - 1)).otherwise(lines)
     no_bytes = F.lit(None).cast("binary")
@@ -256,7 +324,7 @@ def _split_into_records(files: DataFrame) -> DataFrame:
     text_lines = F.transform(
         lines,
         lambda line, i: F.struct(
-            (i + 1).alias("pos"),
+            (i + 1 + F.col("first_line")).alias("pos"),
             F.regexp_replace(line, "\r$", "").alias("line"),
             no_bytes.alias("raw"),
             no_text.alias("b64"),
@@ -282,7 +350,7 @@ def _split_into_records(files: DataFrame) -> DataFrame:
     )
     # Everything that needs the file's bytes is inside the generator, evaluated once per file: the record rows
     # carry only the small per-file columns (carrying the file along would copy it once per line).
-    small = [c for c in files.columns if c not in ("content", "data", "text")]
+    small = [c for c in files.columns if c not in ("content", "data", "text", "first_line")]
     # Only files split as bytes (rare) go through the Python UDF: its evaluation queues every input row, whole file
     # included, in the JVM while Python works, which for a chunk of ordinary files cost memory for nothing.
     plain = files.where(~as_bytes).select(

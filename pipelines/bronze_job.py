@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
-from bronze.raw import build_raw_records
+from bronze.raw import PIECE_SCHEMA, build_raw_records, line_pieces
 from pipelines.config import Config
 from pipelines.faults import describe, fail_if, reached
 from pipelines.io import Bounds, Lakehouse
@@ -30,7 +31,10 @@ from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 
 Progress = Callable[[str], None]
 
-_FILES_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, data BINARY, read_error STRING"
+_FILES_SCHEMA = (
+    "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, data BINARY, read_error STRING, "
+    + PIECE_SCHEMA
+)
 _LISTING_SCHEMA = "source STRING, path STRING, file_size BIGINT, file_modified_at TIMESTAMP"
 
 
@@ -97,30 +101,46 @@ def _settled_before(config: Config) -> datetime | None:
 
 
 def _new_files(lakehouse: Lakehouse, listing: list[LandingFile]) -> list[LandingFile]:
-    """The listed files whose (path, size, modification time) has not been ingested."""
+    """The listed files whose (path, size, modification time) has not been ingested. Compared on the driver, in
+    Arrow, when `bronze.ingest_runs` is a local table it can read (a fleet's listing of 10^6 files, handed to Spark,
+    was 150 MB of the JVM's heap and its join another 200 MB, held for the whole run); else by Spark."""
     if not listing:
         return []
-    spark = lakehouse.spark
-    # as Arrow: a fleet's listing is 10^5 files, which as Python rows took Spark ~15 s to take in
-    listed = spark.createDataFrame(
-        pa.table(
-            {
-                "source": pa.array([f.source for f in listing], pa.string()),
-                "path": pa.array([f.path for f in listing], pa.string()),
-                "file_size": pa.array([f.size for f in listing], pa.int64()),
-                "file_modified_at": pa.array([f.modified_at for f in listing], pa.timestamp("us", tz="UTC")),
-            }
-        ),
-        _LISTING_SCHEMA,
+    listed = pa.table(
+        {
+            "source": pa.array([f.source for f in listing], pa.string()),
+            "path": pa.array([f.path for f in listing], pa.string()),
+            "file_size": pa.array([f.size for f in listing], pa.int64()),
+            "file_modified_at": pa.array([f.modified_at for f in listing], pa.timestamp("us", tz="UTC")),
+        }
     )
-    known = lakehouse.read(BRONZE_INGEST_RUNS).select("path", "file_size", "file_modified_at")
-    new = {
-        (r["path"], r["file_size"])
-        for r in listed.join(known, ["path", "file_size", "file_modified_at"], "left_anti")
-        .select("path", "file_size")
-        .collect()
-    }
+    keys = ["path", "file_size", "file_modified_at"]
+    known = lakehouse.local_rows(BRONZE_INGEST_RUNS, keys)
+    if known is not None or lakehouse.known_empty(BRONZE_INGEST_RUNS):
+        if known is None:
+            return list(listing)
+        new_keys = _micros(listed.select(keys)).join(_micros(known.select(keys)), keys, join_type="left anti")
+        new = set(zip(new_keys["path"].to_pylist(), new_keys["file_size"].to_pylist(), strict=True))
+    else:
+        spark = lakehouse.spark
+        known_df = lakehouse.read(BRONZE_INGEST_RUNS).select(*keys)
+        # a sort-merge join: a broadcast of a long history of ingested files would be held by the driver
+        rows = (
+            spark.createDataFrame(listed, _LISTING_SCHEMA)
+            .join(known_df.hint("merge"), keys, "left_anti")
+            .select("path", "file_size")
+            .collect()
+        )
+        new = {(r["path"], r["file_size"]) for r in rows}
     return [f for f in listing if (f.path, f.size) in new]
+
+
+def _micros(table: pa.Table) -> pa.Table:
+    """`file_modified_at` as UTC microseconds (Spark writes Parquet timestamps as INT96 or microseconds)."""
+    column = table["file_modified_at"]
+    if pa.types.is_timestamp(column.type):
+        column = pc.cast(pc.cast(column, pa.timestamp("us", tz="UTC")), pa.int64())
+    return table.set_column(table.schema.get_field_index("file_modified_at"), "file_modified_at", column)
 
 
 def _ingest(lakehouse: Lakehouse, files: list[LandingFile]) -> set[str]:
@@ -173,18 +193,22 @@ def _stages(config: Config) -> bool:
 
 def _insert_files(lakehouse: Lakehouse, source: str, contents: list[FileContent]) -> None:
     """Insert the records of files already read on the driver. Locally they reach Spark as scratch Parquet files
-    (tasks stream them; a chunk is not held in the driver's JVM heap); elsewhere as an in-memory frame."""
-    files = pa.table(
-        {
-            "path": [c.file.path for c in contents],
-            "modificationTime": pa.array([c.file.modified_at for c in contents], pa.timestamp("us", tz="UTC")),
-            "length": pa.array([c.file.size for c in contents], pa.int64()),
-            "content": pa.array([c.content for c in contents], pa.binary()),
+    (tasks stream them; a chunk is not held in the driver's JVM heap); elsewhere as an in-memory frame. A large
+    JSON Lines file goes as pieces of whole lines (`line_pieces`), so no value Spark holds is larger than a piece."""
+    piece_bytes = lakehouse.config.bronze_piece_bytes
+    rows = []
+    for c in contents:
+        f = c.file
+        row = {"path": f.path, "modificationTime": f.modified_at, "length": f.size, "read_error": c.error}
+        data = c.data if c.data is not None else c.content
+        pieces = None if c.error or data is None else line_pieces(source, f.path, c.content, data, piece_bytes)
+        if pieces is None:
             # plain files: their content is their data, not sent twice
-            "data": pa.array([c.data if c.file.path.lower().endswith(".gz") else None for c in contents], pa.binary()),
-            "read_error": pa.array([c.error for c in contents], pa.string()),
-        }
-    )
+            rows.append(row | {"content": c.content, "data": c.data if f.path.lower().endswith(".gz") else None})
+            continue
+        whole = {"content_hash": pieces.content_hash, "file_sha256": pieces.file_sha256}
+        rows.extend(row | whole | {"data": p.data, "first_line": p.first_line} for p in pieces.pieces)
+    files = pa.Table.from_pylist(rows, _FILES_ARROW)
     if not _stages(lakehouse.config):
         insert_records(lakehouse, source, lakehouse.spark.createDataFrame(files, _FILES_SCHEMA))
         return
@@ -193,6 +217,21 @@ def _insert_files(lakehouse: Lakehouse, source: str, contents: list[FileContent]
         insert_records(lakehouse, source, lakehouse.staged(files, _FILES_SCHEMA, name))
     finally:
         lakehouse.unstage(name)
+
+
+_FILES_ARROW = pa.schema(
+    [
+        ("path", pa.string()),
+        ("modificationTime", pa.timestamp("us", tz="UTC")),
+        ("length", pa.int64()),
+        ("content", pa.binary()),
+        ("data", pa.binary()),
+        ("read_error", pa.string()),
+        ("content_hash", pa.string()),
+        ("file_sha256", pa.string()),
+        ("first_line", pa.int32()),
+    ]
+)
 
 
 def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:

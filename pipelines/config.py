@@ -44,8 +44,11 @@ class Config:
     # each a fixed cost of plans, jobs and commits). Locally a chunk reaches Spark as scratch Parquet files that
     # tasks stream, so its size is bounded by the driver's Python memory (~3x the chunk), not by the JVM heap.
     bronze_chunk_bytes: int = 128 * 1024 * 1024
+    # A JSON Lines file larger than this reaches Spark as pieces of whole lines of about this size (Spark holds a
+    # whole file as one value and copies it several times while splitting it: a 20 MB file cost ~200 MB of heap).
+    bronze_piece_bytes: int = 4 * 1024 * 1024
     # A landing file larger than this, or a .gz that decompresses to more, is not read: its record gets a
-    # parse_error saying so (a whole file becomes one Spark value, which must fit in memory).
+    # parse_error saying so (a file is held whole in the driver's Python memory while its chunk is handed over).
     max_file_bytes: int = 256 * 1024 * 1024
     max_decompressed_bytes: int = 256 * 1024 * 1024
     # A local run whose new landing data is at most this many bytes runs Spark's interpreted engine (no generated
@@ -130,6 +133,7 @@ class Config:
             "shuffle_partitions",
             "window_minutes",
             "bronze_chunk_bytes",
+            "bronze_piece_bytes",
             "max_file_bytes",
             "max_decompressed_bytes",
         ):

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -222,7 +223,7 @@ class Lakehouse:
         time column outside them (a batch of new times after a history, the common case). Read on the driver, no
         Spark job; False when unsure (no statistics for the column, a table that is not local)."""
         files = self._live_files(spec)
-        return files is not None and all(_outside(stats, bounds) for stats in files.values())
+        return files is not None and all(_outside(f.stats, bounds) for f in files.values())
 
     def _holds_none(self, spec: TableSpec, bounds: Bounds | None) -> bool:
         """Whether the rows a write compares with are certainly absent: the table is empty, or holds nothing within
@@ -231,7 +232,21 @@ class Lakehouse:
             return self.known_empty(spec)
         return self.holds_nothing_within(spec, bounds)
 
-    def _live_files(self, spec: TableSpec) -> dict[str, str | None] | None:
+    def local_rows(self, spec: TableSpec, columns: list[str]) -> pa.Table | None:
+        """Some columns of every row of a local table, read by the driver from the data files its log lists (no
+        Spark job, nothing in the JVM heap), as Parquet stores them. None when that is not a plain read: a table
+        that is not local, a log this cannot replay, a file with a deletion vector, columns not stored by name."""
+        files = self._live_files(spec)
+        if files is None or any(f.deletion_vector for f in files.values()):
+            return None
+        root = self.table_path(spec).removeprefix("file:")
+        try:
+            parts = [pq.read_table(os.path.join(root, unquote(name)), columns=columns) for name in files]
+            return pa.concat_tables(parts, promote_options="permissive") if parts else None
+        except (OSError, KeyError, pa.ArrowException):
+            return None
+
+    def _live_files(self, spec: TableSpec) -> dict[str, LiveFile] | None:
         """The data files of a local table's current version and their statistics (JSON text), from its
         `_delta_log` on the driver: the last classic checkpoint's files (single or multi-part Parquet), then every
         commit after it (a file removed and added by one commit, a new deletion vector, stays). None when the log
@@ -243,7 +258,7 @@ class Lakehouse:
         staged = os.path.join(log, "_staged_commits")
         if os.path.isdir(staged) and os.listdir(staged):
             return None
-        live: dict[str, str | None] = {}
+        live: dict[str, LiveFile] = {}
         first = 0
         if "_last_checkpoint" in names:
             try:
@@ -259,9 +274,16 @@ class Lakehouse:
                 )
                 for name in parquet:
                     adds = pq.read_table(os.path.join(log, name), columns=["add"]).flatten()
-                    for path, stats in zip(adds["add.path"].to_pylist(), adds["add.stats"].to_pylist(), strict=True):
+                    dvs = (
+                        pc.is_valid(adds["add.deletionVector"]).to_pylist()
+                        if "add.deletionVector" in adds.column_names
+                        else [False] * adds.num_rows
+                    )
+                    for path, stats, dv in zip(
+                        adds["add.path"].to_pylist(), adds["add.stats"].to_pylist(), dvs, strict=True
+                    ):
                         if path is not None:
-                            live[path] = stats
+                            live[path] = LiveFile(stats, bool(dv))
             except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
                 return None
             first = version + 1
@@ -274,7 +296,7 @@ class Lakehouse:
                 for line in f:
                     if line.startswith('{"add"'):
                         action = json.loads(line)["add"]
-                        added[action["path"]] = action.get("stats")
+                        added[action["path"]] = LiveFile(action.get("stats"), bool(action.get("deletionVector")))
                     elif line.startswith('{"remove"'):
                         removed.add(json.loads(line)["remove"]["path"])
             for path in removed:
@@ -604,6 +626,15 @@ class Lakehouse:
             .first()
         )
         return int(row["rows"]), int(row["errors"])
+
+
+@dataclass(frozen=True)
+class LiveFile:
+    """A data file of a table's current version: its statistics (JSON text) and whether a deletion vector hides
+    some of its rows."""
+
+    stats: str | None
+    deletion_vector: bool
 
 
 @dataclass(frozen=True)

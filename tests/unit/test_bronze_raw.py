@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from chispa import assert_df_equality
 
-from bronze.raw import BINARY_FILE_SCHEMA, RAW_COLUMNS, build_raw_records, gunzip
+from bronze.raw import BINARY_FILE_SCHEMA, PIECE_SCHEMA, RAW_COLUMNS, build_raw_records, gunzip, line_pieces
 
 RUN_AT = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone.utc)
 MTIME = datetime(2026, 11, 21, 11, 0, 0)
@@ -428,3 +429,67 @@ def test_a_binary_json_lines_file_with_newlines_stays_one_record(spark):
     assert len(out) == 1
     assert out[0]["parse_error"] == "not UTF-8 text (binary data?); bytes kept in payload_base64"
     assert base64.b64decode(out[0]["payload_base64"]) == data
+
+
+# --- large JSON Lines files as pieces -------------------------------------------------------------------------------
+
+
+def test_a_large_json_lines_file_is_cut_after_newlines_and_counts_the_lines_before_each_piece():
+    data = b"aaaa\nbb\ncccccccccccc\nd\n\ne"
+    pieces = line_pieces("quorum", "q/cluster=c1/1.jsonl", data, data, 6)
+    assert [(p.first_line, p.data) for p in pieces.pieces] == [
+        (0, b"aaaa\n"),
+        (1, b"bb\n"),
+        (2, b"cccccccccccc\n"),  # a line longer than a piece is a piece of its own
+        (3, b"d\n\n"),
+        (5, b"e"),
+    ]
+    assert b"".join(p.data for p in pieces.pieces) == data
+    assert pieces.content_hash == hashlib.sha256(data).hexdigest() == pieces.file_sha256
+
+
+@pytest.mark.parametrize(
+    ("source", "path", "data"),
+    [
+        ("quorum", "q/a.jsonl", b"small\n"),  # not larger than a piece
+        ("quorum", "q/a.replication.txt", b"NodeId\n" * 10),  # one record per file
+        ("metrics", "m/a.prom.gz", b"x 1\n" * 10),
+        ("quorum", "q/a.jsonl", b"ok\n\xff\n" * 10),  # not UTF-8: judged line by line in Spark, whole
+        ("quorum", "q/a.jsonl", b"ok\n\x00\n" * 10),  # a NUL: not text
+    ],
+)
+def test_only_valid_text_json_lines_files_are_cut(source, path, data):
+    assert line_pieces(source, path, data, data, 8) is None
+
+
+def _pieces_frame(spark, path: str, content: bytes, data: bytes, piece_bytes: int):
+    cut = line_pieces("quorum", path, content, data, piece_bytes)
+    rows = [
+        (f"file:/landing/{path}", MTIME, len(content), None, bytearray(p.data), None)
+        + (cut.content_hash, cut.file_sha256, p.first_line)
+        for p in cut.pieces
+    ]
+    assert len(rows) > 2
+    schema = BINARY_FILE_SCHEMA + ", data BINARY, read_error STRING, " + PIECE_SCHEMA
+    return spark.createDataFrame(rows, schema)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_file_in_pieces_gives_exactly_the_records_of_the_whole_file(spark, gz):
+    bom = "\ufeff"
+    lines = [
+        bom + QUORUM_OK,  # a BOM starts the file: not part of the record
+        "",
+        "not json\r",
+        bom + QUORUM_OK,  # a BOM at the start of a later piece is part of its record
+        QUORUM_OK.replace("c1", "c2"),
+        "{}",
+        QUORUM_OK,
+    ]
+    data = "\n".join(lines).encode()  # no final newline
+    content = gzip.compress(data) if gz else data
+    path = "quorum/cluster=c1/1730000000000.jsonl" + (".gz" if gz else "")
+    whole = records(spark, "quorum", (path, content))
+    pieces = build_raw_records(_pieces_frame(spark, path, content, data, len(QUORUM_OK) + 4), "quorum", RUN_AT)
+    assert whole.count() == len(lines)
+    assert_df_equality(pieces, whole, ignore_row_order=True, ignore_nullable=True)

@@ -110,7 +110,25 @@ def test_the_files_read_from_the_log_through_a_checkpoint_are_the_ones_delta_rea
     live = lakehouse._live_files(BRONZE_QUORUM_RAW)
     read = lakehouse.read(BRONZE_QUORUM_RAW).inputFiles()
     assert sorted(live) == sorted(Path(p).name for p in read)
-    assert all(stats for stats in live.values())
+    assert all(f.stats for f in live.values())
+    # the rows read by the driver from those files are the table's rows
+    rows = lakehouse.local_rows(BRONZE_QUORUM_RAW, ["record_id"])
+    assert sorted(rows["record_id"].to_pylist()) == sorted(f"r{h}" for h in range(12) if h != 2)
+
+
+def test_rows_are_read_by_the_driver_only_when_no_deletion_vector_hides_some(spark, make_lakehouse, tmp_path):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    assert lakehouse.local_rows(BRONZE_QUORUM_RAW, ["record_id"]) is None  # no file: nothing to read, Spark says
+    lakehouse.append(BRONZE_QUORUM_RAW, _raw_at(spark, [("a", T0), ("b", T0)]).coalesce(1))
+    assert lakehouse.local_rows(BRONZE_QUORUM_RAW, ["record_id"])["record_id"].to_pylist() == ["a", "b"]
+    assert lakehouse.local_rows(BRONZE_QUORUM_RAW, ["no_such_column"]) is None
+    ref = lakehouse.ref(BRONZE_QUORUM_RAW)
+    spark.sql(f"ALTER TABLE {ref} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    spark.sql(f"DELETE FROM {ref} WHERE record_id = 'a'")
+    live = lakehouse._live_files(BRONZE_QUORUM_RAW)
+    assert [f.deletion_vector for f in live.values()] == [True]
+    assert lakehouse.local_rows(BRONZE_QUORUM_RAW, ["record_id"]) is None
 
 
 def test_a_table_holds_nothing_within_bounds_its_files_statistics_exclude(spark, make_lakehouse, tmp_path):
