@@ -12,7 +12,7 @@ discovered by Auto Loader / Spark's file source instead and handed to the same r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame
 from bronze.raw import PIECE_SCHEMA, build_raw_records, line_pieces
 from pipelines.config import Config
 from pipelines.faults import describe, fail_if, reached
-from pipelines.io import Bounds, Lakehouse
+from pipelines.io import Attempt, Bounds, Lakehouse
 from pipelines.landing import FileContent, LandingFile, Listing, chunks, is_local, read_file, scan_landing
 from pipelines.session import cached, release, runs_remotely
 from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
@@ -66,8 +66,12 @@ def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
         chunk_bytes = (
             config.bronze_chunk_bytes if _stages(config) else min(config.bronze_chunk_bytes, IN_MEMORY_CHUNK_BYTES)
         )
-        for chunk in chunks(new, chunk_bytes):
-            touched |= _ingest(lakehouse, chunk)
+        for chunk, alone_deaths in _plan(new, chunk_bytes, lakehouse.bronze_attempt()):
+            # recorded first: should this chunk kill the run (the JVM out of memory), the next run knows which
+            # files to try one by one, and gives up on a file that killed runs alone
+            lakehouse.save_bronze_attempt(Attempt(frozenset(map(_key, chunk)), alone_deaths))
+            touched |= _ingest(lakehouse, chunk, given_up=alone_deaths >= GIVE_UP_AFTER)
+        lakehouse.save_bronze_attempt(None)
         reached(config, "bronze:recorded")
         lakehouse.save_progress(CONSUMER, {LANDING: len(listing)}, {LANDING: fingerprint})
         lakehouse.save_landing_folders(fingerprint, scan.folders)
@@ -143,10 +147,36 @@ def _micros(table: pa.Table) -> pa.Table:
     return table.set_column(table.schema.get_field_index("file_modified_at"), "file_modified_at", column)
 
 
-def _ingest(lakehouse: Lakehouse, files: list[LandingFile]) -> set[str]:
+# A file is not read again once this many runs died while ingesting it alone (it becomes a bronze row whose
+# parse_error says so): a run that dies is not an error this process can catch, so without this one file that
+# exhausts the JVM's memory would kill every later run at the same place.
+GIVE_UP_AFTER = 2
+
+
+def _plan(new: list[LandingFile], chunk_bytes: int, died: Attempt | None) -> Iterator[tuple[list[LandingFile], int]]:
+    """The chunks to ingest, each with how many runs died ingesting its file alone before. The files of the chunk
+    a run died in come first, one by one (which of them killed it is not known); then the rest, in chunks."""
+    suspects = died.files if died else frozenset()
+    lone = died.alone_deaths + 1 if died and len(died.files) == 1 else 0
+    for f in new:
+        if _key(f) in suspects:
+            yield [f], lone
+    for chunk in chunks([f for f in new if _key(f) not in suspects], chunk_bytes):
+        yield chunk, 0
+
+
+def _key(f: LandingFile) -> tuple[str, int, str]:
+    return (f.path, f.size, f.modified_at.isoformat())
+
+
+def _ingest(lakehouse: Lakehouse, files: list[LandingFile], given_up: bool = False) -> set[str]:
     """Read a chunk of files, insert their records, then record the files as ingested."""
     config = lakehouse.config
-    contents = [read_file(f, config.max_file_bytes, config.max_decompressed_bytes) for f in files]
+    if given_up:
+        reason = f"not read: {GIVE_UP_AFTER} runs died ingesting this file alone (out of memory?); a new version is"
+        contents = [FileContent(f, None, None, f"{reason} read again") for f in files]
+    else:
+        contents = [read_file(f, config.max_file_bytes, config.max_decompressed_bytes) for f in files]
     sources = sorted({f.source for f in files})
     for source in sources:
         _insert_or_isolate(lakehouse, source, [c for c in contents if c.file.source == source])
@@ -167,6 +197,7 @@ def _insert_or_isolate(lakehouse: Lakehouse, source: str, contents: list[FileCon
     is ingested like any changed file)."""
     try:
         fail_if(lakehouse.config, "bronze", *(c.file.path for c in contents))
+        reached(lakehouse.config, "bronze", *(c.file.path for c in contents if c.content is not None))
         _insert_files(lakehouse, source, contents)
         return
     except Exception as exc:  # whatever the failure, it must cost only the file it came from

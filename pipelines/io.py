@@ -605,6 +605,36 @@ class Lakehouse:
         scratch.write_text(json.dumps(body), encoding="utf-8")
         scratch.replace(path)  # atomic: a reader sees the old state or the new one
 
+    def bronze_attempt(self) -> Attempt | None:
+        """The chunk of landing files a bronze run was ingesting when it died (it records each chunk before
+        reading it and forgets it once the files are recorded as ingested), or None."""
+        path = self._attempt_path()
+        if path is None or not path.is_file():
+            return None
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            return Attempt(frozenset(tuple(key) for key in saved["files"]), int(saved["alone_deaths"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def save_bronze_attempt(self, attempt: Attempt | None) -> None:
+        """Record the chunk about to be ingested (None: forget it, the chunk is done)."""
+        path = self._attempt_path()
+        if path is None:
+            return
+        if attempt is None:
+            path.unlink(missing_ok=True)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_name(path.name + ".tmp")
+        body = {"files": sorted(list(key) for key in attempt.files), "alone_deaths": attempt.alone_deaths}
+        scratch.write_text(json.dumps(body), encoding="utf-8")
+        scratch.replace(path)
+
+    def _attempt_path(self) -> Path | None:
+        root = self.checkpoint("bronze")
+        return Path(root) / "attempt.json" if is_local(root) else None
+
     def _landing_folders_path(self) -> Path | None:
         root = self.checkpoint("bronze")
         return Path(root) / "landing_folders.json" if is_local(root) else None
@@ -626,6 +656,15 @@ class Lakehouse:
             .first()
         )
         return int(row["rows"]), int(row["errors"])
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A chunk of landing files bronze set out to ingest: each file's (path, size, modification time as ISO text),
+    and, for a file tried alone, how many runs before already died with it alone."""
+
+    files: frozenset[tuple[str, int, str]]
+    alone_deaths: int = 0
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ count commits and so differ too.
 from __future__ import annotations
 
 import contextlib
+import io
 import shutil
 import signal
 import subprocess
@@ -22,7 +23,7 @@ import sys
 from pathlib import Path
 
 from pipelines import cli, faults
-from pipelines.tables import ALL_TABLES, PIPELINE_RUNS, SILVER_DQ_VALIDATIONS
+from pipelines.tables import ALL_TABLES, BRONZE_SOURCES, PIPELINE_RUNS, SILVER_DQ_VALIDATIONS
 
 # In the order a run reaches them (bronze inserts its sources in name order; silver reads quorum, partitions, metrics).
 POINTS = (
@@ -81,7 +82,7 @@ class Abandoned(BaseException):
     (silver's `except Exception` for a failing batch) takes it for a failure to recover from."""
 
 
-def killed_in_process(monkeypatch, zone: Path, warehouse: Path, point: str, left: Path) -> None:
+def killed_in_process(monkeypatch, zone: Path, warehouse: Path, point: str, left: Path, *extra: str) -> None:
     """A run "killed" at `point` without a process of its own: there, the warehouse is copied to `left` as it is at
     that instant (what SIGKILL leaves on disk: every Delta commit and checkpoint file is complete or absent), and the
     run is abandoned; whatever it does while unwinding touches only `warehouse`, which is then thrown away."""
@@ -92,7 +93,7 @@ def killed_in_process(monkeypatch, zone: Path, warehouse: Path, point: str, left
 
     monkeypatch.setattr(faults, "crash", crash)
     with contextlib.suppress(Abandoned):
-        uninterrupted_run(zone, warehouse, "--set", f"crash_at={point}")
+        uninterrupted_run(zone, warehouse, "--set", f"crash_at={point}", *extra)
     monkeypatch.setattr(faults, "crash", faults.kill)
     assert left.exists(), f"the run was not killed at {point}: point not reached"
     shutil.rmtree(warehouse)
@@ -135,3 +136,39 @@ def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark,
     assert uninterrupted_run(zone, crashed) == 0
     for spec in COMPARED:
         assert contents(spark, crashed, spec) == contents(spark, clean, spec), spec.name
+
+
+def test_a_file_that_kills_every_run_that_reads_it_costs_that_file_not_every_later_run(
+    spark, landing, tmp_path, monkeypatch
+):
+    """A file that kills the process (say, the JVM out of memory) cannot be caught as an error: each run records the
+    chunk it is about to ingest, the next one tries that chunk's files one by one, and a file that killed two runs
+    alone becomes one bronze row whose parse_error says so. Everything else lands as in a run without it."""
+    zone = landing("landing")
+    poison = next((zone / "metrics").rglob("*.jsonl"))
+    clean = tmp_path / "clean"
+    assert uninterrupted_run(zone, clean, "--layers", "bronze") == 0
+
+    left: Path | None = None
+    for step in range(3):  # dies in its chunk, then alone twice
+        warehouse, killed = tmp_path / f"run-{step}", tmp_path / f"killed-{step}"
+        if left is not None:
+            shutil.copytree(left, warehouse, symlinks=True)
+        killed_in_process(monkeypatch, zone, warehouse, f"file:{poison.name}", killed, "--layers", "bronze")
+        left = killed
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert uninterrupted_run(zone, left, "--layers", "bronze", "--set", f"crash_at=file:{poison.name}") == 0
+
+    def rows(warehouse, table, poisoned):
+        df = spark.read.format("delta").load(str(warehouse / "bronze" / table)).drop("ingested_at")
+        df = df.where(df.source_file.endswith(poison.name) == poisoned)
+        return sorted(repr(tuple(r)) for r in df.collect()), df
+
+    for spec in BRONZE_SOURCES.values():
+        assert rows(left, spec.table, False)[0] == rows(clean, spec.table, False)[0], spec.name
+    _, lost = rows(left, "metrics_raw", True)
+    assert [(r["parse_error"], r["payload"]) for r in lost.collect()] == [
+        ("not read: 2 runs died ingesting this file alone (out of memory?); a new version is read again", None)
+    ]
+    # the next run reads nothing again, and is not killed
+    assert uninterrupted_run(zone, left, "--layers", "bronze", "--set", f"crash_at=file:{poison.name}") == 0
