@@ -68,7 +68,7 @@ def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
         )
         for chunk, alone_deaths in _plan(new, chunk_bytes, lakehouse.bronze_attempt()):
             # recorded first: should this chunk kill the run (the JVM out of memory), the next run knows which
-            # files to try one by one, and gives up on a file that killed runs alone
+            # files to corner, and gives up on a file that killed runs alone
             lakehouse.save_bronze_attempt(Attempt(frozenset(map(_key, chunk)), alone_deaths))
             touched |= _ingest(lakehouse, chunk, given_up=alone_deaths >= GIVE_UP_AFTER)
         lakehouse.save_bronze_attempt(None)
@@ -154,15 +154,19 @@ GIVE_UP_AFTER = 2
 
 
 def _plan(new: list[LandingFile], chunk_bytes: int, died: Attempt | None) -> Iterator[tuple[list[LandingFile], int]]:
-    """The chunks to ingest, each with how many runs died ingesting its file alone before. The files of the chunk
-    a run died in come first, one by one (which of them killed it is not known); then the rest, in chunks."""
-    suspects = died.files if died else frozenset()
-    lone = died.alone_deaths + 1 if died and len(died.files) == 1 else 0
-    for f in new:
-        if _key(f) in suspects:
-            yield [f], lone
-    for chunk in chunks([f for f in new if _key(f) not in suspects], chunk_bytes):
-        yield chunk, 0
+    """The chunks to ingest, each with how many runs died ingesting its file alone before. The files of the chunk a
+    run died in (which of them killed it is not known) come last, so the others land whatever happens, and in two
+    halves, each holding every other file of each source: a kill that had nothing to do with the files costs one
+    more chunk, a file that kills every run is cornered in about log2(files) runs. A file that killed a run alone
+    is tried alone again, counting."""
+    suspect = died.files if died else frozenset()
+    suspects = [f for f in new if _key(f) in suspect]
+    yield from ((chunk, 0) for chunk in chunks([f for f in new if _key(f) not in suspect], chunk_bytes))
+    if len(suspects) == 1 and len(died.files) == 1:
+        yield suspects, died.alone_deaths + 1
+    elif suspects:
+        by_source = sorted(suspects, key=lambda f: f.source)
+        yield from ((half, 0) for half in (by_source[0::2], by_source[1::2]) if half)
 
 
 def _key(f: LandingFile) -> tuple[str, int, str]:

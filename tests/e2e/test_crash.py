@@ -142,22 +142,34 @@ def test_a_file_that_kills_every_run_that_reads_it_costs_that_file_not_every_lat
     spark, landing, tmp_path, monkeypatch
 ):
     """A file that kills the process (say, the JVM out of memory) cannot be caught as an error: each run records the
-    chunk it is about to ingest, the next one tries that chunk's files one by one, and a file that killed two runs
-    alone becomes one bronze row whose parse_error says so. Everything else lands as in a run without it."""
+    chunk it is about to ingest, the next one ingests the other files first and that chunk last, in halves, until the
+    file is alone; a file that killed two runs alone becomes one bronze row whose parse_error says so. Everything
+    else lands as in a run without it."""
     zone = landing("landing")
     poison = next((zone / "metrics").rglob("*.jsonl"))
+    files = sum(1 for f in zone.rglob("*") if f.is_file())
     clean = tmp_path / "clean"
     assert uninterrupted_run(zone, clean, "--layers", "bronze") == 0
 
-    left: Path | None = None
-    for step in range(3):  # dies in its chunk, then alone twice
-        warehouse, killed = tmp_path / f"run-{step}", tmp_path / f"killed-{step}"
-        if left is not None:
-            shutil.copytree(left, warehouse, symlinks=True)
-        killed_in_process(monkeypatch, zone, warehouse, f"file:{poison.name}", killed, "--layers", "bronze")
-        left = killed
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert uninterrupted_run(zone, left, "--layers", "bronze", "--set", f"crash_at=file:{poison.name}") == 0
+    kill = ("--set", f"crash_at=file:{poison.name}")
+    left, deaths = tmp_path / "run-0", 0
+    while True:  # each run starts from what the previous one left
+        killed = tmp_path / f"killed-{deaths}"
+
+        def crash(left=left, killed=killed) -> None:
+            shutil.copytree(left, killed, symlinks=True)
+            raise Abandoned(killed)
+
+        monkeypatch.setattr(faults, "crash", crash)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert uninterrupted_run(zone, left, "--layers", "bronze", *kill) == 0
+            break
+        except Abandoned:
+            left, deaths = killed, deaths + 1
+        assert deaths <= files.bit_length() + 2, "the file was not cornered"
+    monkeypatch.setattr(faults, "crash", faults.kill)
+    assert deaths >= 3  # in its chunk, then alone twice at least
 
     def rows(warehouse, table, poisoned):
         df = spark.read.format("delta").load(str(warehouse / "bronze" / table)).drop("ingested_at")
@@ -171,4 +183,4 @@ def test_a_file_that_kills_every_run_that_reads_it_costs_that_file_not_every_lat
         ("not read: 2 runs died ingesting this file alone (out of memory?); a new version is read again", None)
     ]
     # the next run reads nothing again, and is not killed
-    assert uninterrupted_run(zone, left, "--layers", "bronze", "--set", f"crash_at=file:{poison.name}") == 0
+    assert uninterrupted_run(zone, left, "--layers", "bronze", *kill) == 0
