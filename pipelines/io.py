@@ -31,6 +31,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -39,7 +40,7 @@ from bronze.raw import BINARY_FILE_SCHEMA
 from pipelines.autoloader import AUTOLOADER_OPTIONS
 from pipelines.config import Config, join_path
 from pipelines.landing import Folder, is_local
-from pipelines.session import cached, release
+from pipelines.session import cached, is_connect, release
 from pipelines.tables import PIPELINE_RUNS, SCHEMAS, TableSpec
 
 
@@ -576,6 +577,32 @@ class Lakehouse:
         if not is_local(self.config.checkpoints):
             return  # never staged there (bronze stages only under a local checkpoint folder)
         shutil.rmtree(self.staging(name), ignore_errors=True)
+
+    def materialized(self, df: DataFrame, level: StorageLevel | None = None) -> DataFrame:
+        """`df` computed once for the several actions that read it. A classic session persists it (`cached`). A Spark
+        Connect session cannot (serverless refuses persist()), and every action would recompute `df` from bronze:
+        a silver batch's parse, Python UDFs over every record's payload, ran once per action, ~20 times per batch.
+        There `df` is written once as Parquet to the run's scratch folder and read back, so each action reads files.
+        Free with `release` (classic) and `drop_scratch` (Connect, once the run's last reader is done)."""
+        if not is_connect(self.spark):
+            return cached(df, level)
+        path = join_path(self.scratch(), uuid.uuid4().hex)
+        df.write.mode("overwrite").parquet(path)
+        return self.spark.read.schema(df.schema).parquet(path)
+
+    def scratch(self) -> str:
+        """Where `materialized` writes under Spark Connect (a folder of the checkpoints, beside bronze's staging)."""
+        return join_path(_absolute(self.config.checkpoints), "_scratch")
+
+    def drop_scratch(self) -> None:
+        """Delete what `materialized` wrote (and what a killed run left): the folder itself where this process can
+        reach it, otherwise through Spark (an empty Parquet dataset written over it)."""
+        if not is_connect(self.spark):
+            return  # nothing is written there on a classic session
+        if is_local(self.config.checkpoints):
+            shutil.rmtree(self.scratch(), ignore_errors=True)
+        else:
+            self.spark.range(0).write.mode("overwrite").parquet(self.scratch())
 
     def landing_folders(self, fingerprint: str | None) -> dict[str, Folder]:
         """The folders bronze's last completed listing saw, if that listing is the one whose fingerprint bronze

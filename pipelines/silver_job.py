@@ -55,7 +55,7 @@ class Flow:
     parse_target: TableSpec  # where a record that bronze could not read is quarantined
     bronze_keys: tuple[str, ...]  # the key group, in bronze column names
     outputs: tuple[TableSpec, ...]
-    # candidates -> parsed frames (the expensive half, cached so that every output reads them once);
+    # candidates -> parsed frames (the expensive half, materialized so that every output reads them once);
     # parsed frames -> (*outputs, rejected)
     parse: Callable[[DataFrame, Lakehouse], tuple[DataFrame, ...]]
     split: Callable[..., tuple[DataFrame, ...]]
@@ -126,11 +126,15 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
         batch = lakehouse.changes(flow.bronze, after, upto).where(F.col("_change_type") == "insert")
         if not batch.isEmpty():
             progress(f"silver: {flow.bronze.name} v{after + 1}..{upto} -> {', '.join(o.name for o in flow.outputs)}")
-            validator = validator or GxValidator()
+            if validator is None:  # the run's first batch; what a killed run materialized goes first
+                lakehouse.drop_scratch()
+                validator = GxValidator()
             _process_or_quarantine(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats, pending, progress)
         reached_versions[flow.bronze.name] = upto
         reached(lakehouse.config, f"silver:flow:{flow.bronze.name}")
     pending.write(lakehouse)
+    if validator is not None:
+        lakehouse.drop_scratch()
     if reached_versions != done:
         lakehouse.save_progress(CONSUMER, reached_versions)
     stats.total_seconds = time.monotonic() - started
@@ -228,9 +232,9 @@ def process_batch(
     bounds = Bounds.of(keys, "collected_at")
     candidates = _candidates(lakehouse, flow, keys, bounds)
     # Parsed once per batch, on disk (they carry the records' payloads, for quarantine); every output and the
-    # rejects are built from them. The outputs are cached too: each is read by data quality, by GX and by the MERGE.
-    parsed = [df.transform(cached, StorageLevel.DISK_ONLY) for df in flow.parse(candidates, lakehouse)]
-    built = [df.transform(cached, StorageLevel.MEMORY_AND_DISK) for df in flow.split(*parsed)]
+    # rejects are built from them. The outputs are kept too: each is read by data quality, by GX and by the MERGE.
+    parsed = [lakehouse.materialized(df, StorageLevel.DISK_ONLY) for df in flow.parse(candidates, lakehouse)]
+    built = [lakehouse.materialized(df, StorageLevel.MEMORY_AND_DISK) for df in flow.split(*parsed)]
     *outputs, rejects = built
     params = rule_params(config.run_at, config.future_skew_ms)
     quarantine = [unreadable, rejects]

@@ -155,7 +155,7 @@ def _run_client(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.C
 # reports whether a JVM was started in it.
 _CLIENT = """
 import json, os, sys
-counts = {"sparkContext": 0, "dup2": 0, "cache": 0}
+counts = {"sparkContext": 0, "dup2": 0, "cache": 0, "parquet_writes": 0}
 real_dup2 = os.dup2
 def dup2(*args, **kwargs):
     counts["dup2"] += 1
@@ -177,6 +177,12 @@ def counting(name):
     return method
 for name in ("persist", "cache", "unpersist", "checkpoint", "localCheckpoint"):
     setattr(ConnectFrame, name, counting(name))
+from pyspark.sql.connect.readwriter import DataFrameWriter as ConnectWriter
+real_parquet = ConnectWriter.parquet
+def parquet(self, *args, **kwargs):  # what silver materializes instead of caching
+    counts["parquet_writes"] += 1
+    return real_parquet(self, *args, **kwargs)
+ConnectWriter.parquet = parquet
 from pipelines.cli import main
 code = main(sys.argv[1:])
 from pyspark import SparkContext
@@ -215,6 +221,10 @@ def test_the_databricks_path_writes_the_classic_tables_and_never_touches_spark_c
     assert report["sparkContext"] == 0, "the Databricks path asked a session for its sparkContext"
     assert report["dup2"] == 0, "the Databricks path redirected file descriptors"
     assert report["cache"] == 0, "the Databricks path cached or checkpointed a DataFrame"
+    # instead, silver's parsed and built frames were written once as Parquet (not recomputed by every action), and
+    # that scratch is gone when the run ends
+    assert report["parquet_writes"] >= 2 * 3, "silver recomputed its frames instead of materializing them"
+    assert not (warehouse / "_checkpoints" / "_scratch").exists()
     assert not report["jvm_started"]
     assert not (warehouse / "_logs").exists()  # where the local path sends the JVM's output
     got = tables(spark, warehouse)
@@ -240,6 +250,7 @@ def test_the_spark_remote_setting_runs_through_spark_connect_and_a_repeated_run_
         "sparkContext": 0,
         "dup2": 0,
         "cache": 0,
+        "parquet_writes": 0,  # nothing new: silver materializes nothing
         "jvm_started": False,
         "session": "pyspark.sql.connect.session.SparkSession",
     }

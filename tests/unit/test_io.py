@@ -294,3 +294,17 @@ def test_staged_rows_come_back_whole_in_parquet_files_of_bounded_size_and_are_re
     assert [pq.read_table(p).num_rows for p in parts] == [1, 2, 1, 1, 2]
     lakehouse.unstage("t")
     assert not Path(lakehouse.staging("t")).exists()
+
+
+def test_a_classic_session_materializes_by_caching_and_leaves_no_scratch(spark, make_lakehouse, tmp_path):
+    # (under Spark Connect the frame is written once as Parquet instead: tests/e2e/test_connect.py)
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    df = spark.createDataFrame([(1, "a"), (2, "b")], "id INT, name STRING")
+    kept = lakehouse.materialized(df)
+    try:
+        assert kept.is_cached
+        assert_df_equality(kept, df)
+        lakehouse.drop_scratch()
+        assert not Path(lakehouse.scratch()).exists()
+    finally:
+        kept.unpersist()
