@@ -47,6 +47,10 @@ class Config:
     # A JSON Lines file larger than this reaches Spark as pieces of whole lines of about this size (Spark holds a
     # whole file as one value and copies it several times while splitting it: a 20 MB file cost ~200 MB of heap).
     bronze_piece_bytes: int = 4 * 1024 * 1024
+    # Silver and gold read a backlog of the layer before (a backfill, a run after an outage) in batches of about this
+    # many bytes of that layer's Parquet each, recording their progress after each: a batch's rows are parsed, sorted
+    # and cached together, so this bounds their memory whatever the backlog. A batch holds at least one commit.
+    batch_bytes: int = 128 * 1024 * 1024
     # A landing file larger than this, or a .gz that decompresses to more, is not read: its record gets a
     # parse_error saying so (a file is held whole in the driver's Python memory while its chunk is handed over).
     max_file_bytes: int = 256 * 1024 * 1024
@@ -134,6 +138,7 @@ class Config:
             "window_minutes",
             "bronze_chunk_bytes",
             "bronze_piece_bytes",
+            "batch_bytes",
             "max_file_bytes",
             "max_decompressed_bytes",
         ):

@@ -58,19 +58,45 @@ SOURCES = (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STAT
 
 
 def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
-    """Recompute what the silver changes since gold last ran affect; returns rows written per gold table."""
+    """Recompute what the silver changes since gold last ran affect; returns rows written per gold table. A backlog
+    (a backfill) is taken in rounds of at most `batch_bytes` of each silver table's changes, progress recorded after
+    each: every round recomputes what its changes affect from silver as it is, so the rounds end in the same tables
+    as one batch would, with memory bounded by a round."""
+    config = lakehouse.config
     done = lakehouse.progress(CONSUMER)
-    versions = dict(done)
-    changed: dict[str, DataFrame] = {}
+    plans = {}
     for spec in SOURCES:
         after, upto = done.get(spec.name, -1), lakehouse.version(spec)
         if upto != after:
-            batch = cached(lakehouse.changes(spec, after, upto).where(F.col("_change_type") != "update_preimage"))
+            plans[spec.name] = lakehouse.version_ranges(spec, after, upto)
+    versions = dict(done)
+    written = {spec.name: 0 for spec in GOLD_TABLES}
+    rounds = max((len(ranges) for ranges in plans.values()), default=0)
+    for i in range(rounds):
+        ranges = {name: plan[i] for name, plan in plans.items() if i < len(plan)}
+        for name, rows in _round(lakehouse, ranges, progress).items():
+            written[name] += rows
+        versions.update({name: hi for name, (_lo, hi) in ranges.items()})
+        if i < rounds - 1:  # a backlog: what this round did is kept before the next one starts
+            lakehouse.save_progress(CONSUMER, versions)
+            done = dict(versions)
+            reached(config, "gold:round")
+    if versions != done:
+        lakehouse.save_progress(CONSUMER, versions)
+    return written
+
+
+def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: Progress) -> dict[str, int]:
+    """Gold for the silver changes in the given version ranges (lo, hi] per silver table; rows written per table."""
+    changed: dict[str, DataFrame] = {}
+    for spec in SOURCES:
+        if spec.name in ranges:
+            lo, hi = ranges[spec.name]
+            batch = cached(lakehouse.changes(spec, lo, hi).where(F.col("_change_type") != "update_preimage"))
             if batch.isEmpty():
                 release(batch)
             else:
                 changed[spec.name] = batch
-        versions[spec.name] = upto
     written = {spec.name: 0 for spec in GOLD_TABLES}
     if changed:
         versions_before = {spec.name: lakehouse.version(spec) for spec in GOLD_TABLES}
@@ -97,8 +123,6 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
         written = {spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name]) for spec in GOLD_TABLES}
     for batch in changed.values():
         release(batch)
-    if versions != done:
-        lakehouse.save_progress(CONSUMER, versions)
     return written
 
 

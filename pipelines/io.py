@@ -212,6 +212,35 @@ class Lakehouse:
         rows = self.spark.sql(f"DESCRIBE HISTORY {self.ref(spec)}").where(F.col("version") > after_version)
         return [dict(r["operationMetrics"] or {}) for r in rows.select("operationMetrics").collect()]
 
+    def version_ranges(self, spec: TableSpec, after_version: int, upto_version: int) -> list[tuple[int, int]]:
+        """The versions (after_version, upto_version] in consecutive ranges (lo, hi] of at most `batch_bytes` added
+        (see `batches`); a single new commit needs no sizes."""
+        added = self.commit_bytes(spec, after_version, upto_version) if upto_version - after_version > 1 else {}
+        return batches(after_version, upto_version, added, self.config.batch_bytes)
+
+    def commit_bytes(self, spec: TableSpec, after_version: int, upto_version: int) -> dict[int, int]:
+        """The bytes of data files each commit in (after_version, upto_version] added (0 for one that added none,
+        such as CREATE TABLE). Read from a local log on the driver, else from DESCRIBE HISTORY's metrics."""
+        log = self._local_log(spec)
+        if log is not None:
+            sizes = {}
+            for name in os.listdir(log):
+                if _COMMIT_FILE.fullmatch(name) and after_version < int(name[:-5]) <= upto_version:
+                    sizes[int(name[:-5])] = _added_bytes(os.path.join(log, name))
+            if len(sizes) == upto_version - after_version:
+                return sizes
+        rows = (
+            self.spark.sql(f"DESCRIBE HISTORY {self.ref(spec)}")
+            .where((F.col("version") > after_version) & (F.col("version") <= upto_version))
+            .select("version", "operationMetrics")
+            .collect()
+        )
+        sizes = {}
+        for r in rows:
+            metrics = r["operationMetrics"] or {}
+            sizes[int(r["version"])] = int(metrics.get("numOutputBytes") or metrics.get("numTargetBytesAdded") or 0)
+        return sizes
+
     def known_empty(self, spec: TableSpec) -> bool:
         """Whether the table certainly holds no row: a local table whose log removed every file it added, or never
         added one (what CREATE TABLE and a full refresh's DELETE leave). Read on the driver, no Spark job. A table
@@ -794,6 +823,32 @@ def _commit_metrics(path: str) -> dict[str, str]:
             if "commitInfo" in action:
                 return {k: str(v) for k, v in (action["commitInfo"].get("operationMetrics") or {}).items()}
     return {}
+
+
+def batches(after: int, upto: int, added: dict[int, int], budget: int) -> list[tuple[int, int]]:
+    """The versions of a table (after, upto] cut into consecutive ranges (lo, hi] whose commits added at most `budget`
+    bytes in all (`added`: bytes per version), each range holding at least one commit that added something."""
+    ranges, start, size = [], after, 0
+    for version in range(after + 1, upto + 1):
+        grow = added.get(version, 0)
+        if size and size + grow > budget:  # commits that added nothing (CREATE TABLE) join the next range
+            ranges.append((start, version - 1))
+            start, size = version - 1, 0
+        size += grow
+    ranges.append((start, upto))
+    return ranges
+
+
+def _added_bytes(path: str) -> int:
+    """The bytes of the data files one Delta commit file adds as new data (`add` actions with dataChange)."""
+    total = 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            action = json.loads(line)
+            add = action.get("add")
+            if add and add.get("dataChange", True):
+                total += int(add.get("size") or 0)
+    return total
 
 
 def registry_fingerprint(specs: tuple[TableSpec, ...]) -> str:

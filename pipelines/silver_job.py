@@ -110,9 +110,11 @@ class SilverStats:
 
 def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverStats:
     """Process the rows each bronze table gained since silver last ran (Delta versions recorded in
-    `bronze.pipeline_runs`), one batch per bronze table, then record how far silver got."""
+    `bronze.pipeline_runs`), one batch per bronze table (a backlog in batches of at most `batch_bytes`, progress
+    recorded after each), then record how far silver got."""
     stats = SilverStats()
     started = time.monotonic()
+    config = lakehouse.config
     done = lakehouse.progress(CONSUMER)
     reached_versions = dict(done)
     validator: GxValidator | None = None
@@ -121,17 +123,25 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
         after, upto = done.get(flow.bronze.name, -1), lakehouse.version(flow.bronze)
         if upto == after:
             continue
-        # Not cached: the batch holds every new record's payload (a backfill's is all of bronze), and what is read
-        # from it (its keys, its few unreadable records) is read column-pruned; the payloads are read once, by key.
-        batch = lakehouse.changes(flow.bronze, after, upto).where(F.col("_change_type") == "insert")
-        if not batch.isEmpty():
-            progress(f"silver: {flow.bronze.name} v{after + 1}..{upto} -> {', '.join(o.name for o in flow.outputs)}")
-            if validator is None:  # the run's first batch; what a killed run materialized goes first
+        ranges = lakehouse.version_ranges(flow.bronze, after, upto)
+        for i, (lo, hi) in enumerate(ranges):
+            # Not cached: the batch holds every new record's payload, and what is read from it (its keys, its few
+            # unreadable records) is read column-pruned; the payloads are read once, by key.
+            batch = lakehouse.changes(flow.bronze, lo, hi).where(F.col("_change_type") == "insert")
+            if not batch.isEmpty():
+                progress(f"silver: {flow.bronze.name} v{lo + 1}..{hi} -> {', '.join(o.name for o in flow.outputs)}")
+                if validator is None:  # the run's first batch; what a killed run materialized goes first
+                    lakehouse.drop_scratch()
+                    validator = GxValidator()
+                _process_or_quarantine(lakehouse, flow, batch, f"v{lo + 1}-{hi}", validator, stats, pending, progress)
+            reached_versions[flow.bronze.name] = hi
+            if i < len(ranges) - 1:  # a backlog: what this batch did is kept before the next one starts
+                pending.write(lakehouse)
                 lakehouse.drop_scratch()
-                validator = GxValidator()
-            _process_or_quarantine(lakehouse, flow, batch, f"v{after + 1}-{upto}", validator, stats, pending, progress)
-        reached_versions[flow.bronze.name] = upto
-        reached(lakehouse.config, f"silver:flow:{flow.bronze.name}")
+                lakehouse.save_progress(CONSUMER, reached_versions)
+                done = dict(reached_versions)
+                reached(config, f"silver:batch:{flow.bronze.name}")
+        reached(config, f"silver:flow:{flow.bronze.name}")
     pending.write(lakehouse)
     if validator is not None:
         lakehouse.drop_scratch()

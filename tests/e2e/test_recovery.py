@@ -4,6 +4,7 @@ table definitions."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import subprocess
 import sys
 import time
@@ -107,3 +108,36 @@ def test_a_warehouse_built_by_older_table_definitions_is_upgraded(spark, landing
     # and the upgraded table was filled like any other
     assert spark.read.format("delta").load(str(path)).where(f"`{last}` IS NOT NULL").count() > 0
     assert spark.read.format("delta").load(str(warehouse / "silver" / SILVER_QUORUM_SNAPSHOTS.table)).count() > 0
+
+
+def test_a_backlog_taken_in_many_small_batches_ends_in_the_tables_of_one_batch(spark, landing, tmp_path, capsys):
+    # Bronze ingests the landing zone in two runs (two commits per bronze table); silver then takes that backlog
+    # with batch_bytes=1, one batch per commit, and gold one round per silver commit. A CLI replication capture and
+    # its status capture land in different batches; gold recomputes windows and episodes round after round. The
+    # tables are those of one run over everything.
+    full = landing("landing")
+    zone, whole, small = tmp_path / "arriving", tmp_path / "whole", tmp_path / "small"
+    first = ("describe-quorum.jsonl", "1730000000600.replication.txt", "kip427.jsonl", "1730000000450.prom.gz")
+    for step in (first, ("",)):  # then the rest: kraft-cli39's status capture, kraft-cli38, more metrics
+        for path in sorted(full.rglob("*")):
+            arrived = zone / path.relative_to(full)
+            if path.is_file() and not arrived.exists() and any(part in str(path) for part in step):
+                arrived.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, arrived)
+        run(zone, small, capsys, "--layers", "bronze")
+    run(zone, small, capsys, "--layers", "silver,gold", "--set", "batch_bytes=1")
+    run(zone, whole, capsys)
+
+    when = ("ingested_at", "quarantined_at", "run_at")  # when each run happened: the two runs differ in that alone
+    for name in (*SILVER_AND_GOLD, SILVER_QUARANTINE.name):
+        assert contents(spark, small, name, when) == contents(spark, whole, name, when), name
+
+    def writes(warehouse: Path, name: str) -> int:
+        schema, table = name.split(".")
+        history = spark.sql(f"DESCRIBE HISTORY delta.`{warehouse / schema / table}`").collect()
+        return sum(1 for r in history if r["operation"] not in ("CREATE TABLE", "SET TBLPROPERTIES"))
+
+    # taken as a backlog: silver and gold wrote (and recorded their progress) batch after batch
+    assert writes(whole, "silver.quorum_snapshots") == 1 and writes(small, "silver.quorum_snapshots") == 2
+    assert writes(small, "gold.quorum_status") == 2
+    assert writes(small, "bronze.pipeline_runs") >= writes(whole, "bronze.pipeline_runs") + 2

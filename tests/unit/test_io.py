@@ -308,3 +308,33 @@ def test_a_classic_session_materializes_by_caching_and_leaves_no_scratch(spark, 
         assert not Path(lakehouse.scratch()).exists()
     finally:
         kept.unpersist()
+
+
+def test_a_backlog_of_versions_is_cut_into_ranges_of_bounded_bytes_each_holding_a_commit():
+    from pipelines.io import batches
+
+    assert batches(-1, 3, {0: 0, 1: 100, 2: 100, 3: 100}, 150) == [(-1, 1), (1, 2), (2, 3)]
+    assert batches(-1, 3, {0: 0, 1: 100, 2: 100, 3: 100}, 10**9) == [(-1, 3)]
+    assert batches(4, 5, {}, 1) == [(4, 5)]  # a single commit, sizes unknown
+    assert batches(4, 7, {5: 500, 6: 10, 7: 10}, 100) == [(4, 5), (5, 7)]  # a commit over the budget stands alone
+    assert batches(4, 7, {5: 10, 6: 500, 7: 10}, 100) == [(4, 5), (5, 6), (6, 7)]
+    assert batches(2, 5, {}, 1) == [(2, 5)]  # nothing known added: one range
+    assert batches(-1, 2, {0: 0, 1: 5, 2: 5}, 1) == [(-1, 1), (1, 2)]  # the table's creation joins the first range
+
+
+def test_the_bytes_each_commit_added_match_delta_s_own_history(spark, make_lakehouse, tmp_path):
+    from pipelines.tables import PIPELINE_RUNS
+
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((PIPELINE_RUNS,))
+    lakehouse.save_progress("silver", {"bronze.quorum_raw": 3})
+    lakehouse.save_progress("gold", {"silver.replica_states": 4, "silver.node_metrics": 1})
+    upto = lakehouse.version(PIPELINE_RUNS)
+    local = lakehouse.commit_bytes(PIPELINE_RUNS, -1, upto)
+    history = {
+        r["version"]: int((r["operationMetrics"] or {}).get("numOutputBytes") or 0)
+        for r in spark.sql(f"DESCRIBE HISTORY delta.`{lakehouse.table_path(PIPELINE_RUNS)}`").collect()
+    }
+    assert sorted(local) == list(range(upto + 1)) and upto >= 2
+    assert local == history and local[upto] > 0
+    assert lakehouse.commit_bytes(PIPELINE_RUNS, 0, upto) == {v: history[v] for v in range(1, upto + 1)}
