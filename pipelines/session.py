@@ -98,6 +98,15 @@ def _local_builder(config: Config, app_name: str, dump_classes_to: Path | None =
         .config("spark.databricks.delta.delta.log.cacheSize", "10")
         .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+        # The driver's heap (1 GB by default) holds the run's work, not its history: a cached batch is built whole in
+        # the heap before it goes to disk (10,000 rows by default; a silver batch's parsed rows carry their records'
+        # payloads, and the large fleet's backfill died building one), and the status store keeps every task, stage
+        # and query of the process for a UI that is off.
+        .config("spark.sql.inMemoryColumnarStorage.batchSize", "1000")
+        .config("spark.ui.retainedTasks", "1000")
+        .config("spark.ui.retainedJobs", "100")
+        .config("spark.ui.retainedStages", "100")
+        .config("spark.sql.ui.retainedExecutions", "50")
     )
     delta_jars = sorted(str(p) for p in (ivy_home() / "jars").glob("io.delta_delta-*.jar"))
     if delta_jars:

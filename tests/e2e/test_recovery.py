@@ -13,6 +13,7 @@ from pathlib import Path
 from pipelines import cli
 from pipelines.io import Lakehouse
 from pipelines.tables import GOLD_QUORUM_HEALTH, GOLD_TABLES, SILVER_QUARANTINE, SILVER_QUORUM_SNAPSHOTS
+from tests.e2e.test_crash import killed_in_process
 
 SILVER_AND_GOLD = (
     "silver.quorum_snapshots",
@@ -110,11 +111,14 @@ def test_a_warehouse_built_by_older_table_definitions_is_upgraded(spark, landing
     assert spark.read.format("delta").load(str(warehouse / "silver" / SILVER_QUORUM_SNAPSHOTS.table)).count() > 0
 
 
-def test_a_backlog_taken_in_many_small_batches_ends_in_the_tables_of_one_batch(spark, landing, tmp_path, capsys):
+def test_a_backlog_taken_in_many_small_batches_ends_in_the_tables_of_one_batch(
+    spark, landing, tmp_path, capsys, monkeypatch
+):
     # Bronze ingests the landing zone in two runs (two commits per bronze table); silver then takes that backlog
     # with batch_bytes=1, one batch per commit, and gold one round per silver commit. A CLI replication capture and
     # its status capture land in different batches; gold recomputes windows and episodes round after round. The
-    # tables are those of one run over everything.
+    # tables are those of one run over everything, also when the backlog's run is killed after a silver batch and
+    # the next one after a gold round.
     full = landing("landing")
     zone, whole, small = tmp_path / "arriving", tmp_path / "whole", tmp_path / "small"
     first = ("describe-quorum.jsonl", "1730000000600.replication.txt", "kip427.jsonl", "1730000000450.prom.gz")
@@ -125,7 +129,12 @@ def test_a_backlog_taken_in_many_small_batches_ends_in_the_tables_of_one_batch(s
                 arrived.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, arrived)
         run(zone, small, capsys, "--layers", "bronze")
-    run(zone, small, capsys, "--layers", "silver,gold", "--set", "batch_bytes=1")
+    backlog = ("--layers", "silver,gold", "--set", "batch_bytes=1")
+    for point in ("silver:batch:bronze.quorum_raw", "gold:round"):
+        killed = tmp_path / f"killed-at-{point.split(':')[1]}"
+        killed_in_process(monkeypatch, zone, small, point, killed, *backlog)
+        small = killed
+    run(zone, small, capsys, *backlog)
     run(zone, whole, capsys)
 
     when = ("ingested_at", "quarantined_at", "run_at")  # when each run happened: the two runs differ in that alone
