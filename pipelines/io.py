@@ -214,32 +214,47 @@ class Lakehouse:
 
     def version_ranges(self, spec: TableSpec, after_version: int, upto_version: int) -> list[tuple[int, int]]:
         """The versions (after_version, upto_version] in consecutive ranges (lo, hi] of at most `batch_bytes` added
-        (see `batches`); a single new commit needs no sizes."""
-        added = self.commit_bytes(spec, after_version, upto_version) if upto_version - after_version > 1 else {}
-        return batches(after_version, upto_version, added, self.config.batch_bytes)
+        (see `batches`); a single new commit needs no sizes. Read from the start (after_version < 0), the first range
+        reaches at least the last commit that only removed rows (a full refresh's DELETE): its snapshot, not the
+        rows that DELETE removed, is where reading from the start begins."""
+        if upto_version - after_version <= 1:
+            return [(after_version, upto_version)]
+        added, removed = self.commit_sizes(spec, after_version, upto_version)
+        floor = max(removed, default=after_version) if after_version < 0 else after_version
+        return batches(after_version, upto_version, added, self.config.batch_bytes, floor)
 
     def commit_bytes(self, spec: TableSpec, after_version: int, upto_version: int) -> dict[int, int]:
         """The bytes of data files each commit in (after_version, upto_version] added (0 for one that added none,
-        such as CREATE TABLE). Read from a local log on the driver, else from DESCRIBE HISTORY's metrics."""
+        such as CREATE TABLE)."""
+        return self.commit_sizes(spec, after_version, upto_version)[0]
+
+    def commit_sizes(self, spec: TableSpec, after_version: int, upto_version: int) -> tuple[dict[int, int], set[int]]:
+        """(bytes of data each commit in (after_version, upto_version] added, the commits that removed rows and
+        added none). Read from a local log on the driver, else from DESCRIBE HISTORY."""
         log = self._local_log(spec)
         if log is not None:
-            sizes = {}
+            sizes, removed = {}, set()
             for name in os.listdir(log):
                 if _COMMIT_FILE.fullmatch(name) and after_version < int(name[:-5]) <= upto_version:
-                    sizes[int(name[:-5])] = _added_bytes(os.path.join(log, name))
+                    added, removes = _commit_sizes(os.path.join(log, name))
+                    sizes[int(name[:-5])] = added
+                    if removes and not added:
+                        removed.add(int(name[:-5]))
             if len(sizes) == upto_version - after_version:
-                return sizes
+                return sizes, removed
         rows = (
             self.spark.sql(f"DESCRIBE HISTORY {self.ref(spec)}")
             .where((F.col("version") > after_version) & (F.col("version") <= upto_version))
-            .select("version", "operationMetrics")
+            .select("version", "operation", "operationMetrics")
             .collect()
         )
-        sizes = {}
+        sizes, removed = {}, set()
         for r in rows:
             metrics = r["operationMetrics"] or {}
             sizes[int(r["version"])] = int(metrics.get("numOutputBytes") or metrics.get("numTargetBytesAdded") or 0)
-        return sizes
+            if r["operation"] in ("DELETE", "TRUNCATE") and not sizes[int(r["version"])]:
+                removed.add(int(r["version"]))
+        return sizes, removed
 
     def known_empty(self, spec: TableSpec) -> bool:
         """Whether the table certainly holds no row: a local table whose log removed every file it added, or never
@@ -825,12 +840,16 @@ def _commit_metrics(path: str) -> dict[str, str]:
     return {}
 
 
-def batches(after: int, upto: int, added: dict[int, int], budget: int) -> list[tuple[int, int]]:
+def batches(
+    after: int, upto: int, added: dict[int, int], budget: int, floor: int | None = None
+) -> list[tuple[int, int]]:
     """The versions of a table (after, upto] cut into consecutive ranges (lo, hi] whose commits added at most `budget`
-    bytes in all (`added`: bytes per version), each range holding at least one commit that added something."""
+    bytes in all (`added`: bytes per version), each range holding at least one commit that added something. The
+    first range reaches at least `floor` (what the commits up to it added counts as nothing)."""
+    floor = after if floor is None else floor
     ranges, start, size = [], after, 0
     for version in range(after + 1, upto + 1):
-        grow = added.get(version, 0)
+        grow = added.get(version, 0) if version > floor else 0
         if size and size + grow > budget:  # commits that added nothing (CREATE TABLE) join the next range
             ranges.append((start, version - 1))
             start, size = version - 1, 0
@@ -839,16 +858,18 @@ def batches(after: int, upto: int, added: dict[int, int], budget: int) -> list[t
     return ranges
 
 
-def _added_bytes(path: str) -> int:
-    """The bytes of the data files one Delta commit file adds as new data (`add` actions with dataChange)."""
-    total = 0
+def _commit_sizes(path: str) -> tuple[int, bool]:
+    """(bytes of the data files one Delta commit file adds as new data, whether it removes any as a data change)."""
+    added, removes = 0, False
     with open(path, encoding="utf-8") as f:
         for line in f:
             action = json.loads(line)
-            add = action.get("add")
+            add, remove = action.get("add"), action.get("remove")
             if add and add.get("dataChange", True):
-                total += int(add.get("size") or 0)
-    return total
+                added += int(add.get("size") or 0)
+            if remove and remove.get("dataChange", True):
+                removes = True
+    return added, removes
 
 
 def registry_fingerprint(specs: tuple[TableSpec, ...]) -> str:

@@ -320,6 +320,8 @@ def test_a_backlog_of_versions_is_cut_into_ranges_of_bounded_bytes_each_holding_
     assert batches(4, 7, {5: 10, 6: 500, 7: 10}, 100) == [(4, 5), (5, 6), (6, 7)]
     assert batches(2, 5, {}, 1) == [(2, 5)]  # nothing known added: one range
     assert batches(-1, 2, {0: 0, 1: 5, 2: 5}, 1) == [(-1, 1), (1, 2)]  # the table's creation joins the first range
+    # from the start, after a DELETE at version 3: the first range is read as of version 3 at least
+    assert batches(-1, 5, {1: 9, 2: 9, 3: 0, 4: 9, 5: 9}, 10, floor=3) == [(-1, 4), (4, 5)]
 
 
 def test_the_bytes_each_commit_added_match_delta_s_own_history(spark, make_lakehouse, tmp_path):
@@ -338,3 +340,9 @@ def test_the_bytes_each_commit_added_match_delta_s_own_history(spark, make_lakeh
     assert sorted(local) == list(range(upto + 1)) and upto >= 2
     assert local == history and local[upto] > 0
     assert lakehouse.commit_bytes(PIPELINE_RUNS, 0, upto) == {v: history[v] for v in range(1, upto + 1)}
+    # a DELETE of every row: read from the start, the first range reaches it
+    lakehouse.truncate(PIPELINE_RUNS)
+    lakehouse.save_progress("silver", {"bronze.quorum_raw": 5})
+    deleted, last = upto + 1, lakehouse.version(PIPELINE_RUNS)
+    assert lakehouse.commit_sizes(PIPELINE_RUNS, -1, last)[1] == {deleted}
+    assert lakehouse.version_ranges(PIPELINE_RUNS, -1, last)[0][1] >= deleted
