@@ -223,14 +223,10 @@ class Lakehouse:
         floor = max(removed, default=after_version) if after_version < 0 else after_version
         return batches(after_version, upto_version, added, self.config.batch_bytes, floor)
 
-    def commit_bytes(self, spec: TableSpec, after_version: int, upto_version: int) -> dict[int, int]:
-        """The bytes of data files each commit in (after_version, upto_version] added (0 for one that added none,
-        such as CREATE TABLE)."""
-        return self.commit_sizes(spec, after_version, upto_version)[0]
-
     def commit_sizes(self, spec: TableSpec, after_version: int, upto_version: int) -> tuple[dict[int, int], set[int]]:
-        """(bytes of data each commit in (after_version, upto_version] added, the commits that removed rows and
-        added none). Read from a local log on the driver, else from DESCRIBE HISTORY."""
+        """(bytes of data each commit in (after_version, upto_version] added, 0 for one that added none such as
+        CREATE TABLE; the commits that removed rows and added none). Read from a local log on the driver, else from
+        DESCRIBE HISTORY."""
         log = self._local_log(spec)
         if log is not None:
             sizes, removed = {}, set()

@@ -332,14 +332,14 @@ def test_the_bytes_each_commit_added_match_delta_s_own_history(spark, make_lakeh
     lakehouse.save_progress("silver", {"bronze.quorum_raw": 3})
     lakehouse.save_progress("gold", {"silver.replica_states": 4, "silver.node_metrics": 1})
     upto = lakehouse.version(PIPELINE_RUNS)
-    local = lakehouse.commit_bytes(PIPELINE_RUNS, -1, upto)
+    local = lakehouse.commit_sizes(PIPELINE_RUNS, -1, upto)[0]
     history = {
         r["version"]: int((r["operationMetrics"] or {}).get("numOutputBytes") or 0)
         for r in spark.sql(f"DESCRIBE HISTORY delta.`{lakehouse.table_path(PIPELINE_RUNS)}`").collect()
     }
     assert sorted(local) == list(range(upto + 1)) and upto >= 2
     assert local == history and local[upto] > 0
-    assert lakehouse.commit_bytes(PIPELINE_RUNS, 0, upto) == {v: history[v] for v in range(1, upto + 1)}
+    assert lakehouse.commit_sizes(PIPELINE_RUNS, 0, upto)[0] == {v: history[v] for v in range(1, upto + 1)}
     # a DELETE of every row: read from the start, the first range reaches it
     lakehouse.truncate(PIPELINE_RUNS)
     lakehouse.save_progress("silver", {"bronze.quorum_raw": 5})
