@@ -252,6 +252,14 @@ class Lakehouse:
                 removed.add(int(r["version"]))
         return sizes, removed
 
+    def added_bytes(self, spec: TableSpec, after_version: int, upto_version: int) -> int | None:
+        """The bytes of data the commits (after_version, upto_version] added, from a local log on the driver; None
+        elsewhere (not worth a DESCRIBE HISTORY per batch: on a cluster, AQE sizes the partitions)."""
+        log = self._local_log(spec)
+        if log is None:
+            return None
+        return sum(self.commit_sizes(spec, after_version, upto_version)[0].values())
+
     def known_empty(self, spec: TableSpec) -> bool:
         """Whether the table certainly holds no row: a local table whose log removed every file it added, or never
         added one (what CREATE TABLE and a full refresh's DELETE leave). Read on the driver, no Spark job. A table

@@ -133,7 +133,10 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
                 if validator is None:  # the run's first batch; what a killed run materialized goes first
                     lakehouse.drop_scratch()
                     validator = GxValidator()
-                _process_or_quarantine(lakehouse, flow, batch, f"v{lo + 1}-{hi}", validator, stats, pending, progress)
+                size = lakehouse.added_bytes(flow.bronze, lo, hi)
+                _process_or_quarantine(
+                    lakehouse, flow, batch, f"v{lo + 1}-{hi}", size, validator, stats, pending, progress
+                )
             reached_versions[flow.bronze.name] = hi
             if i < len(ranges) - 1:  # a backlog: what this batch did is kept before the next one starts
                 pending.write(lakehouse)
@@ -185,6 +188,7 @@ def _process_or_quarantine(
     flow: Flow,
     batch: DataFrame,
     batch_id: str,
+    size: int | None,
     validator: GxValidator,
     stats: SilverStats,
     pending: Pending,
@@ -200,7 +204,7 @@ def _process_or_quarantine(
         attempt_stats, attempt_pending = SilverStats(), Pending()
         try:
             fail_if(lakehouse.config, f"silver:{flow.bronze.name}")
-            process_batch(lakehouse, flow, batch, batch_id, validator, attempt_stats, attempt_pending)
+            process_batch(lakehouse, flow, batch, batch_id, validator, attempt_stats, attempt_pending, size)
         except Exception as exc:  # whatever the failure, it must cost this batch, not every run
             attempt_pending.discard()
             error = exc
@@ -230,8 +234,15 @@ def process_batch(
     validator: GxValidator,
     stats: SilverStats,
     pending: Pending,
+    size: int | None = None,
 ) -> None:
+    """One batch of a bronze table's new records (`size`: the bytes of bronze data its commits added, if known)
+    into the flow's silver tables, data quality and quarantine."""
     config = lakehouse.config
+    parts = spread(size, config.spread_bytes)
+    if parts:  # a big batch (a backlog's): Spark's full engine, more and smaller partitions, kept on disk only
+        lakehouse.tune_for(None)
+    keep = StorageLevel.DISK_ONLY if parts else StorageLevel.MEMORY_AND_DISK
     unreadable = rejected(
         batch.where(F.col("parse_error").isNotNull()),
         flow.parse_target.name,
@@ -241,10 +252,12 @@ def process_batch(
     keys = batch.where(F.col("parse_error").isNull()).select(*flow.bronze_keys).distinct().transform(cached)
     bounds = Bounds.of(keys, "collected_at")
     candidates = _candidates(lakehouse, flow, keys, bounds)
+    if parts:
+        candidates = candidates.repartition(parts)
     # Parsed once per batch, on disk (they carry the records' payloads, for quarantine); every output and the
     # rejects are built from them. The outputs are kept too: each is read by data quality, by GX and by the MERGE.
     parsed = [lakehouse.materialized(df, StorageLevel.DISK_ONLY) for df in flow.parse(candidates, lakehouse)]
-    built = [lakehouse.materialized(df, StorageLevel.MEMORY_AND_DISK) for df in flow.split(*parsed)]
+    built = [lakehouse.materialized(df, keep) for df in flow.split(*parsed)]
     *outputs, rejects = built
     params = rule_params(config.run_at, config.future_skew_ms)
     quarantine = [unreadable, rejects]
@@ -259,7 +272,7 @@ def process_batch(
         # the parsing and typing its first action would otherwise run
         rows.count()
         t0 = time.monotonic()
-        flagged = with_failed_rules(rows, suite, params).transform(cached, StorageLevel.MEMORY_AND_DISK)
+        flagged = with_failed_rules(rows, suite, params).transform(cached, keep)
         counts = flagged.agg(
             F.count(F.lit(1)).alias("rows"), F.count_if(F.size("failed_rules") == 0).alias("valid")
         ).first()
@@ -302,6 +315,14 @@ def process_batch(
     for df in (*built, *parsed):
         release(df)
     release(keys)
+
+
+def spread(size: int | None, spread_bytes: int) -> int:
+    """How many partitions a silver batch of `size` bronze bytes is spread over: 0 (as read) unless it is big,
+    more than two partitions of `spread_bytes`."""
+    if size is None or size <= 2 * spread_bytes:
+        return 0
+    return -(-size // spread_bytes)
 
 
 def _candidates(lakehouse: Lakehouse, flow: Flow, keys: DataFrame, bounds: Bounds | None) -> DataFrame:

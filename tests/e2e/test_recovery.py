@@ -129,7 +129,8 @@ def test_a_backlog_taken_in_many_small_batches_ends_in_the_tables_of_one_batch(
                 arrived.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, arrived)
         run(zone, small, capsys, "--layers", "bronze")
-    backlog = ("--layers", "silver,gold", "--set", "batch_bytes=1")
+    # spread_bytes=2048: every silver batch is a "big" one, spread over several partitions and kept on disk only
+    backlog = ("--layers", "silver,gold", "--set", "batch_bytes=1", "--set", "spread_bytes=2048")
     for point in ("silver:batch:bronze.quorum_raw", "gold:round"):
         killed = tmp_path / f"killed-at-{point.split(':')[1]}"
         killed_in_process(monkeypatch, zone, small, point, killed, *backlog)

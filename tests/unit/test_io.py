@@ -340,9 +340,19 @@ def test_the_bytes_each_commit_added_match_delta_s_own_history(spark, make_lakeh
     assert sorted(local) == list(range(upto + 1)) and upto >= 2
     assert local == history and local[upto] > 0
     assert lakehouse.commit_sizes(PIPELINE_RUNS, 0, upto)[0] == {v: history[v] for v in range(1, upto + 1)}
+    assert lakehouse.added_bytes(PIPELINE_RUNS, 0, upto) == sum(history[v] for v in range(1, upto + 1))
     # a DELETE of every row: read from the start, the first range reaches it
     lakehouse.truncate(PIPELINE_RUNS)
     lakehouse.save_progress("silver", {"bronze.quorum_raw": 5})
     deleted, last = upto + 1, lakehouse.version(PIPELINE_RUNS)
     assert lakehouse.commit_sizes(PIPELINE_RUNS, -1, last)[1] == {deleted}
     assert lakehouse.version_ranges(PIPELINE_RUNS, -1, last)[0][1] >= deleted
+
+
+def test_a_silver_batch_is_spread_over_partitions_of_bounded_bytes_only_when_it_is_big():
+    from pipelines.silver_job import spread
+
+    assert spread(None, 100) == 0  # size unknown: as read
+    assert spread(200, 100) == 0  # two partitions' worth: as read
+    assert spread(201, 100) == 3
+    assert spread(60 * 2**20, 4 * 2**20) == 15
