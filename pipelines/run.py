@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipelines.io import Lakehouse
+from pipelines.io import PARQUET_TO_LANDING, Lakehouse
 from pipelines.tables import (
     ALL_TABLES,
     BRONZE_INGEST_RUNS,
@@ -89,11 +89,6 @@ def full_refresh(lakehouse: Lakehouse, layers: tuple[str, ...], progress: Progre
         lakehouse.reset_progress(layer)
         if layer == "bronze" and lakehouse.config.ingest_mode == "autoloader":
             lakehouse.reset_landing_checkpoints()
-
-
-# Delta's Parquet holds the landing zone's text in about a quarter of its bytes (the demo fleet: 10.6 MB of landing
-# files, 3.0 MB of bronze files); a rebuild's size is compared with small_run_bytes in landing bytes.
-PARQUET_TO_LANDING = 4
 
 
 def rebuild_size(lakehouse: Lakehouse, layers: tuple[str, ...]) -> int | None:

@@ -103,6 +103,10 @@ def _local_builder(config: Config, app_name: str, dump_classes_to: Path | None =
         # payloads, and the large fleet's backfill died building one), and the status store keeps every task, stage
         # and query of the process for a UI that is off.
         .config("spark.sql.inMemoryColumnarStorage.batchSize", "1000")
+        # Parquet is read 1,024 rows at a time (4,096 by default): a column's batch is one array, and 4,096 metric
+        # scrapes of bronze.metrics_raw's payload asked for 28 MB at once (doubling as it grew), which killed the
+        # large fleet's silver in a 1 GB heap
+        .config("spark.sql.parquet.columnarReaderBatchSize", "1024")
         .config("spark.ui.retainedTasks", "1000")
         .config("spark.ui.retainedJobs", "100")
         .config("spark.ui.retainedStages", "100")

@@ -239,9 +239,8 @@ def process_batch(
     """One batch of a bronze table's new records (`size`: the bytes of bronze data its commits added, if known)
     into the flow's silver tables, data quality and quarantine."""
     config = lakehouse.config
-    parts = spread(size, config.spread_bytes)
-    if parts:  # a big batch (a backlog's): Spark's full engine, more and smaller partitions, kept on disk only
-        lakehouse.tune_for(None)
+    lakehouse.tune_up_for(size)
+    parts = spread(size, config.spread_bytes)  # a big batch: more and smaller partitions, kept on disk only
     keep = StorageLevel.DISK_ONLY if parts else StorageLevel.MEMORY_AND_DISK
     unreadable = rejected(
         batch.where(F.col("parse_error").isNotNull()),

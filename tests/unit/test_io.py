@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from pipelines.io import Bounds, Lakehouse
+from pipelines.io import PARQUET_TO_LANDING, Bounds, Lakehouse
 from pipelines.tables import BRONZE_QUORUM_RAW
 
 T0 = datetime(2024, 10, 27, 3, 33, 20, tzinfo=timezone.utc)
@@ -250,13 +250,20 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
         assert not lakehouse.tune_for(0)
         lakehouse.rebuild_bytes = 1000
         assert lakehouse.tune_for(0)
+        # a silver batch of Parquet: a small one leaves the engine, a big one (in landing bytes) switches it up
+        lakehouse.tune_up_for(1000 // PARQUET_TO_LANDING)
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+        lakehouse.tune_up_for(None)
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+        lakehouse.tune_up_for(1000 // PARQUET_TO_LANDING + 1)
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
     finally:
         lakehouse.rebuild_bytes = 0
         lakehouse.tune_for(0)  # the test session's engine
 
 
 def test_a_full_refresh_is_sized_by_the_tables_it_rereads(spark, make_lakehouse, tmp_path):
-    from pipelines.run import PARQUET_TO_LANDING, rebuild_size
+    from pipelines.run import rebuild_size
     from pipelines.tables import ALL_TABLES
 
     lakehouse = make_lakehouse(tmp_path / "landing")

@@ -55,3 +55,10 @@ def test_a_classic_session_caches_through_cached_and_release(spark):
     assert kept.storageLevel == StorageLevel.DISK_ONLY
     session.release(kept)
     assert kept.storageLevel == StorageLevel.NONE
+
+
+def test_a_local_session_bounds_what_one_batch_of_rows_holds_in_the_driver_heap(spark):
+    # what the large fleet's backfill died of in a 1 GB heap: a cached batch of 10,000 rows with their payloads, a
+    # Parquet column batch of 4,096 metric scrapes
+    assert spark.conf.get("spark.sql.inMemoryColumnarStorage.batchSize") == "1000"
+    assert spark.conf.get("spark.sql.parquet.columnarReaderBatchSize") == "1024"
