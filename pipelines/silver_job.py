@@ -124,7 +124,7 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
         if upto == after:
             continue
         ranges = lakehouse.version_ranges(flow.bronze, after, upto)
-        for i, (lo, hi) in enumerate(ranges):
+        for lo, hi in ranges:
             # Not cached: the batch holds every new record's payload, and what is read from it (its keys, its few
             # unreadable records) is read column-pruned; the payloads are read once, by key.
             batch = lakehouse.changes(flow.bronze, lo, hi).where(F.col("_change_type") == "insert")
@@ -138,7 +138,7 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
                     lakehouse, flow, batch, f"v{lo + 1}-{hi}", size, validator, stats, pending, progress
                 )
             reached_versions[flow.bronze.name] = hi
-            if i < len(ranges) - 1:  # a backlog: what this batch did is kept before the next one starts
+            if len(ranges) > 1:  # a backlog: what each batch did is kept before the next one (or flow) starts
                 pending.write(lakehouse)
                 lakehouse.drop_scratch()
                 lakehouse.save_progress(CONSUMER, reached_versions)
