@@ -53,9 +53,9 @@ class Config:
     # of 63 MB of bronze.quorum_raw passed, one of 120 MB died). A batch holds at least one commit.
     batch_bytes: int = 64 * 1024 * 1024
     # A silver batch of more than twice this many bytes of bronze Parquet is spread over one partition per this many
-    # bytes, kept on disk only, on Spark's full engine. A record expands many times when parsed (a `kafka-topics`
-    # capture of a few KB into hundreds of partition rows): the large fleet's first batch of bronze.partitions_raw
-    # (60 MB) in 2 partitions made blocks of persisted rows that a 1 GB heap could not read back.
+    # bytes and kept on disk only. A record expands many times when parsed (a `kafka-topics` capture of a few KB into
+    # hundreds of partition rows): the large fleet's first batch of bronze.partitions_raw (60 MB) in 2 partitions
+    # made blocks of persisted rows that a 1 GB heap could not read back.
     spread_bytes: int = 4 * 1024 * 1024
     # A landing file larger than this, or a .gz that decompresses to more, is not read: its record gets a
     # parse_error saying so (a file is held whole in the driver's Python memory while its chunk is handed over).

@@ -829,11 +829,11 @@ class Bounds:
         return Bounds(column, self.lo_us, self.hi_us, self.clusters, self.or_null)
 
 
-# (setting, value for a small run, Spark's default)
 # Delta's Parquet holds the landing zone's text in about a quarter of its bytes (the demo fleet: 10.6 MB of landing
 # files, 3.0 MB of bronze files); sizes in Parquet are compared with small_run_bytes in landing bytes.
 PARQUET_TO_LANDING = 4
 
+# (setting, value for a small run, Spark's default)
 _ENGINE_SETTINGS = (
     ("spark.sql.codegen.wholeStage", "false", "true"),
     ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"),
