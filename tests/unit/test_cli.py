@@ -108,3 +108,14 @@ def test_sql_errors_are_one_line(spark, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert err[-1].startswith("quorumlake: error: query failed: [TABLE_OR_VIEW_NOT_FOUND]")
+
+
+@pytest.mark.parametrize("layer", ["bronze", "silver", "gold"])
+def test_a_layer_entry_point_runs_that_layer_alone_with_its_arguments(layer, monkeypatch):
+    # what the Databricks job's tasks call (`quorumlake-<layer> --landing ... --warehouse ...`); the wheel test
+    # checks that the installed scripts reach the CLI, this that each runs `run --layers <layer>` with its arguments
+    calls = []
+    monkeypatch.setattr(cli, "main", lambda argv: calls.append(list(argv)) or 0)
+    entry = getattr(cli, f"{layer}_main")
+    assert entry(["--landing", "/l", "--warehouse", "/w", "--set", "batch_bytes=1"]) == 0
+    assert calls == [["run", "--layers", layer, "--landing", "/l", "--warehouse", "/w", "--set", "batch_bytes=1"]]
