@@ -86,10 +86,7 @@ class Lakehouse:
         migrating = PIPELINE_RUNS in missing and len(missing) < len(specs)
 
         def create(spec: TableSpec) -> None:
-            self.spark.sql(
-                f"CREATE TABLE IF NOT EXISTS {self.ref(spec)} ({spec.ddl}) USING DELTA"
-                f"{_partitioning(spec)} COMMENT '{_sql_str(spec.comment)}'{_properties(spec)}"
-            )
+            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.ref(spec)} {_declared(spec)}")
 
         # Each CREATE is one small commit, mostly waiting: a new warehouse's tables are created four at a time.
         with ThreadPoolExecutor(max_workers=4) as pool:
@@ -149,20 +146,22 @@ class Lakehouse:
                 location = join_path(_absolute(self.config.warehouse), schema)
                 self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_name(schema)} LOCATION '{location}'")
         for spec in specs:
-            location = "" if self.config.catalog else f" LOCATION '{self.table_path(spec)}'"
-            marker = f"quorumlake.registered.{self.table_name(spec)}"
-            if not self.config.catalog:
-                if self.spark.conf.get(marker, None) == self.table_path(spec):
-                    continue  # registered at this location earlier in this session
-                # Local names live in this process's in-memory catalog: (re)point them at this warehouse.
-                # Dropping an external table leaves its Delta folder untouched.
-                self.spark.sql(f"DROP TABLE IF EXISTS {self.table_name(spec)}")
-            self.spark.sql(
-                f"CREATE TABLE IF NOT EXISTS {self.table_name(spec)} ({spec.ddl}) USING DELTA"
-                f"{_partitioning(spec)}{location} COMMENT '{_sql_str(spec.comment)}'{_properties(spec)}"
-            )
-            if not self.config.catalog:
-                self.spark.conf.set(marker, self.table_path(spec))
+            if self.config.catalog:
+                self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.table_name(spec)} {_declared(spec)}")
+                continue
+            path, marker = self.table_path(spec), f"quorumlake.registered.{self.table_name(spec)}"
+            if self.spark.conf.get(marker, None) == path:
+                continue  # registered at this location earlier in this session
+            # Local names live in this process's in-memory catalog: (re)point them at this warehouse.
+            # Dropping an external table leaves its Delta folder untouched.
+            self.spark.sql(f"DROP TABLE IF EXISTS {self.table_name(spec)}")
+            if self._exists(spec):
+                # the name only: columns, comments, clustering and properties are the table's own, in its log
+                # (declaring them again made Delta compare each with the log: ~0.25 s a table, 5 s a registration)
+                self.spark.sql(f"CREATE TABLE {self.table_name(spec)} USING DELTA LOCATION '{path}'")
+            else:
+                self.spark.sql(f"CREATE TABLE {self.table_name(spec)} {_declared(spec, path)}")
+            self.spark.conf.set(marker, path)
 
     # --- engine -------------------------------------------------------------------------------------------------
 
@@ -889,6 +888,13 @@ def _commit_sizes(path: str) -> tuple[int, bool]:
 def registry_fingerprint(specs: tuple[TableSpec, ...]) -> str:
     text = "\n".join(f"{s.name}|{s.ddl}|{s.comment}|{s.properties}|{s.partitioned_by}|{s.clustering}" for s in specs)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _declared(spec: TableSpec, location: str | None = None) -> str:
+    """What CREATE TABLE says after the table's name: its columns, layout, location (if given), comment and
+    properties."""
+    where = f" LOCATION '{location}'" if location else ""
+    return f"({spec.ddl}) USING DELTA{_partitioning(spec)}{where} COMMENT '{_sql_str(spec.comment)}'{_properties(spec)}"
 
 
 def _partitioning(spec: TableSpec) -> str:

@@ -363,3 +363,27 @@ def test_a_silver_batch_is_spread_over_partitions_of_bounded_bytes_only_when_it_
     assert spread(200, 100) == 0  # two partitions' worth: as read
     assert spread(201, 100) == 3
     assert spread(60 * 2**20, 4 * 2**20) == 15
+
+
+def test_names_registered_over_existing_tables_carry_their_declared_columns_comments_and_layout(
+    spark, make_lakehouse, tmp_path
+):
+    from pipelines.tables import GOLD_QUORUM_STATUS
+
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    specs = (BRONZE_QUORUM_RAW, GOLD_QUORUM_STATUS)
+    lakehouse.register_names(specs)  # no tables yet: the names create them, as declared
+    lakehouse.ensure_tables(specs)
+    lakehouse.spark.conf.unset(f"quorumlake.registered.{lakehouse.table_name(GOLD_QUORUM_STATUS)}")
+    lakehouse.register_names(specs)  # a table that exists: registered by its name and location only
+    for spec in specs:
+        table = lakehouse.table_name(spec)
+        columns = [(c.name, c.description) for c in spark.catalog.listColumns(table)]
+        assert columns == [(name, comment) for name, _, comment in spec.columns], spec.name
+        detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
+        assert (detail["location"].removeprefix("file:"), detail["description"]) == (
+            lakehouse.table_path(spec),
+            spec.comment,
+        )
+        assert list(detail["clusteringColumns"] or []) == list(spec.clustering if not spec.partitioned_by else [])
+        assert dict(detail["properties"]).items() >= dict(spec.properties or {}).items()
