@@ -45,7 +45,11 @@ class BronzeCounts:
     errors: int
 
 
-def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
+def run_bronze(
+    lakehouse: Lakehouse, progress: Progress, on_new_files: Callable[[], None] = lambda: None
+) -> list[BronzeCounts]:
+    """Ingest the landing files not ingested yet; `on_new_files` is called once there are some, before they are
+    read (what comes after bronze can get ready meanwhile)."""
     config = lakehouse.config
     if config.ingest_mode == "autoloader" or not is_local(config.landing):
         return _run_streams(lakehouse, progress)
@@ -62,6 +66,8 @@ def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
     else:
         new = _new_files(lakehouse, listing)
         progress(f"bronze: {len(listing)} landing files{skipped}, {len(new)} new")
+        if new:
+            on_new_files()
         lakehouse.tune_for(sum(f.size for f in new))
         chunk_bytes = (
             config.bronze_chunk_bytes if _stages(config) else min(config.bronze_chunk_bytes, IN_MEMORY_CHUNK_BYTES)

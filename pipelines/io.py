@@ -91,6 +91,8 @@ class Lakehouse:
         # Each CREATE is one small commit, mostly waiting: a new warehouse's tables are created four at a time.
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(create, missing))
+        if PIPELINE_RUNS in missing:
+            self._progress_rows = {}  # just created: no consumer has progress yet (nothing to read)
         if migrating:
             # A warehouse built before run bookkeeping existed: turn on what the tables now declare (e.g. the change
             # data feed that silver reads bronze by).

@@ -125,10 +125,26 @@ def test_a_new_file_adds_exactly_its_records_and_a_copy_adds_none(spark, zone, t
     gz.parent.mkdir()
     gz.write_bytes(gzip.compress((zone / "quorum" / "cluster=kraft-cli39" / "1730000000600.status.txt").read_bytes()))
 
-    out = run(zone, warehouse)
+    # bronze itself, to see it say that it found new files before reading them (a run that goes on to silver
+    # imports Great Expectations meanwhile)
+    from pipelines.bronze_job import run_bronze
+    from pipelines.config import Config
+    from pipelines.io import Lakehouse
+
+    said: list[str] = []
+    lakehouse = Lakehouse(spark, Config(landing=str(zone), warehouse=str(warehouse)))
+    counts = run_bronze(lakehouse, said.append, on_new_files=lambda: said.append("new files"))
     after = bronze_counts(spark, warehouse)
     assert after == {**before, "partitions": before["partitions"] + 2}
-    assert out == {"bronze.quorum_raw": (0, 0), "bronze.metrics_raw": (0, 0), "bronze.partitions_raw": (2, 0)}
+    assert {c.table: (c.rows, c.errors) for c in counts} == {
+        "bronze.quorum_raw": (0, 0),
+        "bronze.metrics_raw": (0, 0),
+        "bronze.partitions_raw": (2, 0),
+    }
+    assert said.count("new files") == 1 and said.index("new files") == 1  # after the listing, before any insert
+    said.clear()
+    run_bronze(lakehouse, said.append, on_new_files=lambda: said.append("new files"))
+    assert "new files" not in said
 
 
 def test_bronze_rows_keep_payload_and_lineage(spark, first_run):
