@@ -57,13 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild the given --layers from scratch: silver and gold from bronze, bronze (only when "
         "listed) from the landing zone; see README 'Recovery'",
     )
-    run.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        metavar="SECONDS",
-        help="wait this long for another run on the same warehouse to finish (default: 0, exit 3)",
-    )
+    _add_wait(run)
     _add_common(run, landing=True)
 
     sql = commands.add_parser(
@@ -172,8 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
     maint.add_argument(
         "--vacuum-hours", type=_positive_int, default=168, help="VACUUM retention in hours (default: 168)"
     )
+    _add_wait(maint)
     _add_common(maint, landing=False)
     return parser
+
+
+def _add_wait(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait this long for another run (or maintenance) on the same warehouse to finish (default: 0, exit 3)",
+    )
 
 
 def _add_fleet(p: argparse.ArgumentParser, hours: float = 1.0, clusters: int = 2) -> None:
@@ -329,7 +334,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _cmd_serve(config, args.host, args.port, args.auth_config, not args.allow_writes)
     if args.command == "maintenance":
-        return _cmd_maintenance(config, args.vacuum_hours)
+        # it commits to every table: never beside a run (a local disk's Delta log is written check-then-rename,
+        # so two processes committing the same version at once could lose one commit)
+        with warehouse_lock(config.warehouse, args.wait):
+            return _cmd_maintenance(config, args.vacuum_hours)
     raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects it first
 
 

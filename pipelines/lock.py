@@ -1,9 +1,9 @@
-"""One run per warehouse at a time.
+"""One run (or maintenance) per warehouse at a time.
 
-A run takes an exclusive lock on `<warehouse>/_locks/run.lock` (an OS file lock, released by the kernel when the
-process ends, also when it is killed, so a crash never leaves a stale lock). A second run on the same warehouse
-waits up to `wait_s` and then stops with one line and exit code 3. On Databricks, where the warehouse is a catalog,
-the job's `max_concurrent_runs: 1` serializes runs instead.
+A run, and `quorumlake maintenance`, take an exclusive lock on `<warehouse>/_locks/run.lock` (an OS file lock,
+released by the kernel when the process ends, also when it is killed, so a crash never leaves a stale lock). A
+second one on the same warehouse waits up to `wait_s` and then stops with one line and exit code 3. On Databricks,
+where the warehouse is a catalog, the job's `max_concurrent_runs: 1` serializes runs instead.
 """
 
 from __future__ import annotations

@@ -57,6 +57,11 @@ def test_a_second_run_on_a_busy_warehouse_stops_with_one_line_and_exit_3(tmp_pat
         assert len(err) == 1 and err[0].startswith("quorumlake: busy: another run is using the warehouse")
         assert f"pid {holder.pid}" in err[0]
         assert time.monotonic() - started >= 1  # it waited as asked before giving up
+        # maintenance commits to every table: it does not start beside a run either
+        code = cli.main(["maintenance", "--warehouse", str(warehouse)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 3
+        assert len(err) == 1 and err[0].startswith("quorumlake: busy: another run is using the warehouse")
     finally:
         holder.kill()
         holder.wait()
