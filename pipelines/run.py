@@ -119,13 +119,16 @@ def register_all(lakehouse: Lakehouse) -> None:
 
 
 def ingest_bronze(
-    lakehouse: Lakehouse, progress: Progress, _timings: dict[str, float], on_new_files: Callable[[], None] | None = None
+    lakehouse: Lakehouse,
+    progress: Progress,
+    _timings: dict[str, float],
+    on_new_files: Callable[[], None] = lambda: None,
 ) -> list[TableSummary]:
     from pipelines.bronze_job import run_bronze
 
     return [
         TableSummary(c.table, c.rows, c.errors, "rows quarantined = records with a parse_error")
-        for c in run_bronze(lakehouse, progress, on_new_files or (lambda: None))
+        for c in run_bronze(lakehouse, progress, on_new_files)
     ]
 
 
