@@ -155,5 +155,9 @@ def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[
 
 def demo_config(root: Path) -> Config:
     from pipelines.config import build_config
+    from pipelines.session import SMALL_RUN_JAVA_OPTIONS
 
-    return build_config(None, landing=str(root / "landing"), warehouse=str(root / "warehouse"))
+    # the demo fleet is small and known (13 MB): its JVM is tuned for a small run
+    return build_config(
+        None, landing=str(root / "landing"), warehouse=str(root / "warehouse"), java_options=SMALL_RUN_JAVA_OPTIONS
+    )

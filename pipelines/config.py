@@ -66,6 +66,11 @@ class Config:
     # (profiled: a quarter of a small run). 0 = always generate code. Never applied on Databricks.
     small_run_bytes: int = 64 * 1024 * 1024
     spark_master: str = "local[*]"
+    # Options for the JVM of a local Spark driver, after quorumlake's own (not on Databricks or Spark Connect, whose
+    # JVMs are started elsewhere), e.g. "-XX:+UseParallelGC". Empty: the JVM's defaults (the G1 collector), with which
+    # the large fleet's backfill was measured in the default 1 GB heap. Runs known to be small take
+    # pipelines.session.SMALL_RUN_JAVA_OPTIONS (the demo does; README "Performance").
+    java_options: str = ""
     # A Spark Connect server to run on instead of starting Spark in this process (`sc://host:port`); the server must
     # have Delta (its SQL extension and catalog). Locally a stand-in for serverless (tests/e2e/test_connect.py).
     spark_remote: str | None = None
@@ -165,6 +170,11 @@ class Config:
                 raise ConfigError(f"{name} must not be negative")
         if self.run_at.tzinfo is None:
             raise ConfigError("run_at must carry a time zone")
+        if not _JAVA_OPTIONS.fullmatch(self.java_options):
+            raise ConfigError(
+                "java_options must be JVM options separated by spaces, each starting with '-' "
+                f"(e.g. -XX:+UseParallelGC -Xss4m), not {self.java_options!r}"
+            )
         if self.spark_remote is not None:
             connect_address(self.spark_remote)  # raises ConfigError when it is not a Spark Connect URL
 
@@ -188,6 +198,9 @@ _STR_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("str",
 _PATH_SETTINGS = ("landing", "warehouse", "checkpoint_root")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 _PREFIX = re.compile(r"[A-Za-z0-9_]{0,100}")
+# JVM options reach the driver's command line through spark.driver.extraJavaOptions, which Spark splits like a shell
+# would: no quotes, backslashes or other shell syntax, so that what is written is exactly what the JVM gets.
+_JAVA_OPTIONS = re.compile(r"\s*(-[A-Za-z][A-Za-z0-9_.:+=,/*@%-]*(\s+|$))*")
 _UNSAFE_PATH = re.compile(r"['\\`\x00-\x1f\x7f]")
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from pipelines.config import Config
 from pipelines.io import Lakehouse
-from pipelines.session import get_spark, quiet
+from pipelines.session import SMALL_RUN_JAVA_OPTIONS, get_spark, quiet
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
@@ -29,8 +29,12 @@ time.tzset()
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     # Must be the first SparkSession of the process (Delta's jars are only picked up when the JVM starts).
+    # every test's data is tiny: the JVM of a small run (end-to-end tests ~15 % faster)
     config = Config(
-        warehouse=str(tmp_path_factory.mktemp("session-warehouse")), spark_master="local[2]", shuffle_partitions=2
+        warehouse=str(tmp_path_factory.mktemp("session-warehouse")),
+        spark_master="local[2]",
+        shuffle_partitions=2,
+        java_options=SMALL_RUN_JAVA_OPTIONS,
     )
     session = get_spark(config, app_name="quorumlake-tests")
     quiet(session)

@@ -24,7 +24,7 @@ import pytest
 import pipelines
 from pipelines import cli
 from pipelines.config import Config
-from pipelines.session import connect_server_command
+from pipelines.session import SMALL_RUN_JAVA_OPTIONS, connect_server_command
 from pipelines.tables import ALL_TABLES, PIPELINE_RUNS
 
 DATA = Path(__file__).parent.parent / "data"
@@ -60,7 +60,12 @@ def connect_url(tmp_path_factory):
     """A local Spark Connect server with Delta, for this module; stopped with every process it started."""
     root = tmp_path_factory.mktemp("connect-server")
     port = _free_port()
-    config = Config(warehouse=str(root / "warehouse"), spark_master="local[2]", shuffle_partitions=2)
+    config = Config(
+        warehouse=str(root / "warehouse"),
+        spark_master="local[2]",
+        shuffle_partitions=2,
+        java_options=SMALL_RUN_JAVA_OPTIONS,  # the suite's tiny data, as in its own session
+    )
     log_path = root / "server.log"
     with open(log_path, "wb") as log:
         # its own process group: the JVM and the Python workers it forks are stopped together

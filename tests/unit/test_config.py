@@ -23,6 +23,11 @@ INJECTIONS = [
     ({"window_minutes": "5 MINUTES; DROP"}, "window_minutes must be an integer"),
     ({"spark_remote": "http://localhost:15002"}, "spark_remote must be a Spark Connect URL"),
     ({"spark_remote": "sc://host:99999"}, "spark_remote must be a Spark Connect URL"),
+    # the driver's command line: options only, nothing a shell-like split could turn into something else
+    ({"java_options": "UseParallelGC"}, "java_options must be JVM options separated by spaces"),
+    ({"java_options": "-Dx='y z'"}, "java_options must be JVM options separated by spaces"),
+    ({"java_options": "-Xmx2g; rm -rf /"}, "java_options must be JVM options separated by spaces"),
+    ({"java_options": "-Xmx2g -"}, "java_options must be JVM options separated by spaces"),
 ]
 
 
@@ -42,6 +47,12 @@ def test_plain_names_and_paths_are_accepted():
         checkpoint_root="s3://bucket/cp",
     )
     assert (config.catalog, config.schema_prefix) == ("main", "dev_alice_")
+
+
+def test_jvm_options_are_accepted_as_written():
+    options = " -XX:+UseParallelGC  -Xlog:gc*:file=/tmp/gc.log -Dquorumlake.x=a,b "
+    assert Config().with_overrides(java_options=options).java_options == options
+    assert Config().java_options == ""  # the JVM's own defaults unless asked
 
 
 def test_a_config_file_is_validated_too(tmp_path):
