@@ -14,6 +14,7 @@ file has no content to identify it by, so its path stands in for the content.
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
@@ -89,7 +90,7 @@ def build_raw_records(files: DataFrame, source: str, ingested_at: datetime) -> D
         files.transform(_decompressed)
         .transform(lambda df: _classified(df, source))
         .transform(_split_into_records)
-        .transform(_parsed)
+        .transform(lambda df: _parsed(df, source))
         .withColumn("ingested_at", F.lit(ingested_at).cast("timestamp"))
         .transform(_keyed)
         .select(*RAW_COLUMNS)
@@ -370,43 +371,112 @@ def _split_into_records(files: DataFrame) -> DataFrame:
 
 # --- records -> envelope fields and parse errors --------------------------------------------------------------------
 
+# Each source has one JSON Lines format. The top-level fields its checks read, with the types each is read as: the
+# JSON type of every such field (and each typed value) is computed once per record, as a column that the envelope
+# and every check then refer to by name. Written inline, the same `variant_get` expressions were repeated in every
+# check that reads a field, and Spark's optimizer inlined them further: the plan of a source was ~120 KB of
+# expressions (analysed, optimized and evaluated per record), and each source carried every format's checks.
+_JSON_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    "describe_quorum_json": {
+        "cluster_id": ("string",),
+        "collected_at_ms": ("bigint",),
+        "api_version": ("int",),
+        "response": (),
+    },
+    "jmx_json": {
+        "cluster_id": ("string",),
+        "node_id": ("int",),
+        "scraped_at_ms": ("bigint",),
+        "mbean": ("string",),
+        "attribute": ("string",),
+        "value": (),
+    },
+    "partition_json": {
+        "cluster_id": ("string",),
+        "collected_at_ms": ("bigint",),
+        "topic": (),
+        "partition": ("int",),
+        "leader": ("int",),
+        "replicas": ("array<int>",),
+        "isr": ("array<int>",),
+        "min_isr": ("int",),
+        "adding_replicas": ("array<int>",),
+        "removing_replicas": ("array<int>",),
+        "elr": ("array<int>",),
+    },
+}
+# the field that holds a JSON record's capture time
+_TIME_FIELD = {
+    "describe_quorum_json": "collected_at_ms",
+    "jmx_json": "scraped_at_ms",
+    "partition_json": "collected_at_ms",
+}
 
-def _parsed(records: DataFrame) -> DataFrame:
-    is_json_format = F.col("format").isin("describe_quorum_json", "jmx_json", "partition_json")
-    with_json = records.withColumn("_json", F.when(is_json_format, F.expr("try_parse_json(payload)")))
+
+def _json_format(source: str) -> str:
+    return next(name for _, name, lines in FORMATS[source] if lines)
+
+
+def _parsed(records: DataFrame, source: str) -> DataFrame:
     fmt = F.col("format")
+    json_format = _json_format(source)
+    fields = _JSON_FIELDS[json_format]
+    with_json = records.withColumn("_json", F.when(fmt == json_format, F.expr("try_parse_json(payload)")))
+    helpers = [F.expr(f"schema_of_variant(variant_get(_json, '$.{f}'))").alias(_kind_name(f)) for f in fields]
+    helpers += [
+        F.expr(f"try_variant_get(_json, '$.{f}', '{t}')").alias(_value_name(f, t))
+        for f, types in fields.items()
+        for t in types
+    ]
+    with_fields = with_json.select("*", *helpers)
 
-    json_cluster = _get("cluster_id", "string")
-    cluster_id = F.when(is_json_format, F.coalesce(json_cluster, F.col("path_cluster_id"))).otherwise(
-        F.col("path_cluster_id")
+    cluster_id = F.when(
+        fmt == json_format, F.coalesce(_get("cluster_id", "string"), F.col("path_cluster_id"))
+    ).otherwise(F.col("path_cluster_id"))
+    collected_ms = F.when(fmt == json_format, _get(_TIME_FIELD[json_format], "bigint")).otherwise(
+        F.col("path_collected_at_ms")
     )
-    collected_ms = (
-        F.when(fmt == "describe_quorum_json", _get("collected_at_ms", "bigint"))
-        .when(fmt == "partition_json", _get("collected_at_ms", "bigint"))
-        .when(fmt == "jmx_json", _get("scraped_at_ms", "bigint"))
-        .otherwise(F.col("path_collected_at_ms"))
-    )
-    node_id = F.when(fmt == "jmx_json", F.coalesce(_get("node_id", "int"), _path_node_id())).when(
-        fmt == "prometheus_text", _path_node_id()
-    )
-    api_version = F.when(fmt == "describe_quorum_json", _get("api_version", "int"))
+    no_int = F.lit(None).cast("int")
+    node_id = no_int
+    if source == "metrics":
+        node_id = F.when(fmt == "jmx_json", F.coalesce(_get("node_id", "int"), _path_node_id())).when(
+            fmt == "prometheus_text", _path_node_id()
+        )
+    api_version = F.when(fmt == "describe_quorum_json", _get("api_version", "int")) if source == "quorum" else no_int
 
-    return with_json.select(
+    helper_names = [name for name in with_fields.columns if name not in with_json.columns]
+    return with_fields.select(
         "*",
         cluster_id.alias("cluster_id"),
         node_id.alias("node_id"),
         epoch_ms_to_timestamp(collected_ms).alias("collected_at"),
         api_version.alias("api_version"),
-        _parse_error().alias("parse_error"),
-    ).drop("_json")
+        _parse_error(source).alias("parse_error"),
+    ).drop("_json", *helper_names)
+
+
+def _kind_name(field: str) -> str:
+    return f"_kind_{field}"
+
+
+def _value_name(field: str, sql_type: str) -> str:
+    return f"_value_{field}_" + re.sub(r"[^a-z]", "_", sql_type)
+
+
+def _kind(field: str) -> Column:
+    """The JSON type of a top-level field as Spark names it (BIGINT, STRING, OBJECT<...>, VOID for null)."""
+    return F.col(_kind_name(field))
+
+
+def _value(field: str, sql_type: str) -> Column:
+    """The field read as `sql_type` (`try_variant_get`: NULL when it cannot be)."""
+    return F.col(_value_name(field, sql_type))
 
 
 def _get(field: str, sql_type: str) -> Column:
     """The field as `sql_type` when the JSON value has a matching type, else NULL."""
-    kind = _kind(field)
     pattern = {"string": "^STRING$", "bigint": _INTEGER, "int": _INTEGER}[sql_type]
-    value = F.expr(f"try_variant_get(_json, '$.{field}', '{sql_type}')")
-    return F.when(kind.rlike(pattern), value)
+    return F.when(_kind(field).rlike(pattern), _value(field, sql_type))
 
 
 def epoch_ms_to_timestamp(ms: Column) -> Column:
@@ -416,11 +486,6 @@ def epoch_ms_to_timestamp(ms: Column) -> Column:
 
 def _path_node_id() -> Column:
     return F.expr("try_cast(path_node AS INT)")
-
-
-def _kind(field: str) -> Column:
-    """The JSON type of a top-level field as Spark names it (BIGINT, STRING, OBJECT<...>, VOID for null)."""
-    return F.expr(f"schema_of_variant(variant_get(_json, '$.{field}'))")
 
 
 def _field_check(
@@ -443,17 +508,12 @@ def _field_check(
 def _int_field(field: str, required: bool = True) -> Column:
     """A 32-bit integer field (ids, versions, partition numbers)."""
     return _field_check(
-        field,
-        _INTEGER,
-        "an integer",
-        required,
-        F.expr(f"try_variant_get(_json, '$.{field}', 'int')").isNotNull(),
-        "not a 32-bit integer",
+        field, _INTEGER, "an integer", required, _value(field, "int").isNotNull(), "not a 32-bit integer"
     )
 
 
 def _epoch_ms_field(field: str) -> Column:
-    value = F.expr(f"try_variant_get(_json, '$.{field}', 'bigint')")
+    value = _value(field, "bigint")
     return _field_check(
         field,
         _INTEGER,
@@ -465,7 +525,7 @@ def _epoch_ms_field(field: str) -> Column:
 
 
 def _int_array_field(field: str, required: bool = True) -> Column:
-    values = F.expr(f"try_variant_get(_json, '$.{field}', 'array<int>')")
+    values = _value(field, "array<int>")
     return _field_check(
         field,
         _INT_ARRAY,
@@ -501,10 +561,7 @@ def _cluster_check() -> Column:
             kind.isNotNull() & (kind != "STRING"),
             F.concat(F.lit("field 'cluster_id' must be a string, not "), F.lower(kind)),
         )
-        .when(
-            (kind == "STRING") & (F.trim(F.expr("try_variant_get(_json, '$.cluster_id', 'string')")) == ""),
-            F.lit("field 'cluster_id' is empty"),
-        )
+        .when((kind == "STRING") & (F.trim(_value("cluster_id", "string")) == ""), F.lit("field 'cluster_id' is empty"))
     )
 
 
@@ -514,16 +571,14 @@ def _node_check() -> Column:
         F.when(
             kind.isNull() & F.col("path_node").isNull(), F.lit("missing field 'node_id' (and no node= path segment)")
         )
-        .when(
-            kind.isNull() & F.expr("try_cast(path_node AS INT)").isNull(), F.lit("node= path segment is not an integer")
-        )
+        .when(kind.isNull() & _path_node_id().isNull(), F.lit("node= path segment is not an integer"))
         .when(kind == "VOID", F.lit("field 'node_id' is null"))
         .when(
             kind.isNotNull() & ~kind.rlike(_INTEGER),
             F.concat(F.lit("field 'node_id' must be an integer, not "), F.lower(kind)),
         )
         .when(
-            kind.isNotNull() & F.expr("try_variant_get(_json, '$.node_id', 'int')").isNull(),
+            kind.isNotNull() & _value("node_id", "int").isNull(),
             F.lit("field 'node_id' is out of range: not a 32-bit integer"),
         )
     )
@@ -561,94 +616,80 @@ def _file_error() -> Column:
     )
 
 
-def _parse_error() -> Column:
+def _format_errors(fmt: str) -> Column:
+    """Why a record of format `fmt` cannot be read (beyond what its file and line say)."""
+    if fmt == "describe_quorum_json":
+        return _json_errors(
+            [
+                _cluster_check(),
+                _epoch_ms_field("collected_at_ms"),
+                _int_field("api_version"),
+                F.when(_get("api_version", "int") < 0, F.lit("field 'api_version' is negative")),
+                _field_check("response", "^OBJECT", "an object"),
+            ]
+        )
+    if fmt == "jmx_json":
+        return _json_errors(
+            [
+                _cluster_check(),
+                _node_check(),
+                _epoch_ms_field("scraped_at_ms"),
+                _field_check("mbean", "^STRING$", "a string"),
+                F.when(F.trim(_value("mbean", "string")) == "", F.lit("field 'mbean' is empty")),
+                _field_check("attribute", "^STRING$", "a string"),
+                F.when(F.trim(_value("attribute", "string")) == "", F.lit("field 'attribute' is empty")),
+                _field_check("value", _NUMBER, "a number"),
+            ]
+        )
+    if fmt == "partition_json":
+        return _json_errors(
+            [
+                _cluster_check(),
+                _epoch_ms_field("collected_at_ms"),
+                _field_check("topic", "^STRING$", "a string"),
+                _int_field("partition"),
+                _int_field("leader"),
+                _int_array_field("replicas"),
+                _int_array_field("isr"),
+                _int_field("min_isr"),
+                _int_array_field("adding_replicas", required=False),
+                _int_array_field("removing_replicas", required=False),
+                _int_array_field("elr", required=False),
+            ]
+        )
+    if fmt == "quorum_cli_replication":
+        return _whole_file_errors(
+            F.when(~_has_line(r"^NodeId\s"), F.lit("not a 'describe --replication' capture (no NodeId header)")), False
+        )
+    if fmt == "quorum_cli_status":
+        return _whole_file_errors(
+            F.when(~_has_line(r"^LeaderId:"), F.lit("not a 'describe --status' capture (no LeaderId line)")), False
+        )
+    if fmt == "kafka_topics_cli":
+        return _whole_file_errors(
+            F.when(~_has_line(r"^\s*Topic:"), F.lit("not a 'kafka-topics --describe' capture (no Topic: line)")), False
+        )
+    if fmt == "prometheus_text":
+        return _whole_file_errors(F.when(~_has_line(r"^[ \t]*[a-zA-Z_:]"), F.lit("no samples in the scrape")), True)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def _parse_error(source: str) -> Column:
+    """Why a record of `source` cannot be read, if it cannot: the checks of the source's own formats only (a file's
+    format is one of them, or unknown)."""
     fmt = F.col("format")
-    file_level = F.col("file_error")
     unknown = F.concat(
         F.lit("unrecognized file name in "),
         F.col("source"),
         F.lit("/: expected one of "),
         F.col("expected_suffixes"),
     )
-    by_format = (
-        F.when(
-            fmt == "describe_quorum_json",
-            _json_errors(
-                [
-                    _cluster_check(),
-                    _epoch_ms_field("collected_at_ms"),
-                    _int_field("api_version"),
-                    F.when(_get("api_version", "int") < 0, F.lit("field 'api_version' is negative")),
-                    _field_check("response", "^OBJECT", "an object"),
-                ]
-            ),
-        )
-        .when(
-            fmt == "jmx_json",
-            _json_errors(
-                [
-                    _cluster_check(),
-                    _node_check(),
-                    _epoch_ms_field("scraped_at_ms"),
-                    _field_check("mbean", "^STRING$", "a string"),
-                    F.when(
-                        F.trim(F.expr("try_variant_get(_json, '$.mbean', 'string')")) == "",
-                        F.lit("field 'mbean' is empty"),
-                    ),
-                    _field_check("attribute", "^STRING$", "a string"),
-                    F.when(
-                        F.trim(F.expr("try_variant_get(_json, '$.attribute', 'string')")) == "",
-                        F.lit("field 'attribute' is empty"),
-                    ),
-                    _field_check("value", _NUMBER, "a number"),
-                ]
-            ),
-        )
-        .when(
-            fmt == "partition_json",
-            _json_errors(
-                [
-                    _cluster_check(),
-                    _epoch_ms_field("collected_at_ms"),
-                    _field_check("topic", "^STRING$", "a string"),
-                    _int_field("partition"),
-                    _int_field("leader"),
-                    _int_array_field("replicas"),
-                    _int_array_field("isr"),
-                    _int_field("min_isr"),
-                    _int_array_field("adding_replicas", required=False),
-                    _int_array_field("removing_replicas", required=False),
-                    _int_array_field("elr", required=False),
-                ]
-            ),
-        )
-        .when(
-            fmt == "quorum_cli_replication",
-            _whole_file_errors(
-                F.when(~_has_line(r"^NodeId\s"), F.lit("not a 'describe --replication' capture (no NodeId header)")),
-                False,
-            ),
-        )
-        .when(
-            fmt == "quorum_cli_status",
-            _whole_file_errors(
-                F.when(~_has_line(r"^LeaderId:"), F.lit("not a 'describe --status' capture (no LeaderId line)")), False
-            ),
-        )
-        .when(
-            fmt == "kafka_topics_cli",
-            _whole_file_errors(
-                F.when(~_has_line(r"^\s*Topic:"), F.lit("not a 'kafka-topics --describe' capture (no Topic: line)")),
-                False,
-            ),
-        )
-        .when(
-            fmt == "prometheus_text",
-            _whole_file_errors(F.when(~_has_line(r"^[ \t]*[a-zA-Z_:]"), F.lit("no samples in the scrape")), True),
-        )
-        .when(fmt == "unknown", unknown)
-    )
-    message = F.coalesce(file_level, F.col("line_error"), by_format)
+    by_format: Column | None = None
+    for _, name, _ in FORMATS[source]:
+        branch = _format_errors(name)
+        by_format = F.when(fmt == name, branch) if by_format is None else by_format.when(fmt == name, branch)
+    by_format = by_format.when(fmt == "unknown", unknown)
+    message = F.coalesce(F.col("file_error"), F.col("line_error"), by_format)
     return F.when(message != "", message)
 
 
