@@ -32,7 +32,7 @@ lint: install
 # Re-pin every installed version after a deliberate upgrade (edit pyproject.toml, then `make constraints`).
 constraints:
 	bash scripts/bootstrap.sh --unpinned
-	.venv/bin/python -m pip freeze --exclude-editable --all | grep -v -i '^quorumlake' | LC_ALL=C sort -f \
+	.venv/bin/python -m pip freeze --exclude-editable --all | grep -v -i -e '^quorumlake' -e '^uv==' | LC_ALL=C sort -f \
 	  | sed '1i # Pinned versions of every package `scripts/bootstrap.sh` installs (pip -c). Regenerate: make constraints' \
 	  > constraints.txt
 

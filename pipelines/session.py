@@ -168,7 +168,7 @@ def prepare(config: Config) -> Path | None:
     """Make later local starts fast, once per machine and version: resolve (download) Delta's jars, then run a
     small Delta workload in a JVM that archives the classes it loaded when it exits. Returns the archive (None when
     it could not be built; starts then simply load classes as usual)."""
-    if not _resolved_jars():
+    if not _resolved_jars() and not fetch_locked_jars():
         subprocess.run([sys.executable, "-c", _START_ONCE, config.warehouse], check=True, timeout=1800)
     target = class_archive()
     if target.is_file():
@@ -181,6 +181,55 @@ def prepare(config: Config) -> Path | None:
         return None
     os.replace(partial, target)
     return target
+
+
+LOCKED_JARS = Path(str(resources.files("pipelines").joinpath("delta-jars.lock")))
+
+
+def fetch_locked_jars(lock: Path | None = None) -> list[str]:
+    """Delta's jars as pinned in `delta-jars.lock`, downloaded from Maven Central (or QUORUMLAKE_MAVEN_REPO) in
+    parallel into the Ivy cache, checked against their pinned SHA-1, and remembered as resolved: what Spark's Ivy
+    resolution gives, without its ~20 s of one-by-one requests. Only for the PySpark and Delta versions the lock was
+    made for; returns [] when it does not apply or a download fails (Spark's resolution then runs as before)."""
+    import hashlib
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyspark
+
+    text = (lock or LOCKED_JARS).read_text(encoding="utf-8")
+    lines = [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    versions = dict(lines[:2])
+    if versions != {"pyspark": pyspark.__version__, "delta-spark": _delta_version()}:
+        return []
+    root = os.environ.get("QUORUMLAKE_MAVEN_REPO", MAVEN_CENTRAL).rstrip("/") + "/"
+    folder = ivy_home() / "jars"
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def fetch(entry: list[str]) -> str:
+        coordinate, sha1 = entry
+        group, artifact, version = coordinate.split(":")
+        target = folder / f"{group}_{artifact}-{version}.jar"
+        if target.is_file() and hashlib.sha1(target.read_bytes()).hexdigest() == sha1:
+            return str(target)
+        url = f"{root}{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.jar"
+        with urllib.request.urlopen(url, timeout=120) as response:
+            data = response.read()
+        if hashlib.sha1(data).hexdigest() != sha1:
+            raise ValueError(f"{url}: SHA-1 does not match delta-jars.lock")
+        partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+        partial.write_bytes(data)
+        os.replace(partial, target)
+        return str(target)
+
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            jars = list(pool.map(fetch, lines[2:]))
+    except Exception as exc:  # a mirror without them, no network: Spark's own resolution says what is wrong
+        print(f"[quorumlake] pinned jars not fetched ({exc}); resolving with Spark instead", file=sys.stderr)
+        return []
+    _write_resolution(jars)
+    return jars
 
 
 _START_ONCE = """
@@ -247,11 +296,15 @@ def _remember_resolution(spark: SparkSession) -> None:
     resolved = [j.removeprefix("file://") for j in spark.sparkContext.getConf().get("spark.jars", "").split(",") if j]
     if not resolved or not all(os.path.isfile(j) for j in resolved) or resolved == _resolved_jars():
         return
+    _write_resolution(resolved)
+
+
+def _write_resolution(jars: list[str]) -> None:
     target = _resolution_file()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text("\n".join(resolved) + "\n", encoding="utf-8")
+        temporary.write_text("\n".join(jars) + "\n", encoding="utf-8")
         os.replace(temporary, target)
     except OSError:
         pass  # only a missed shortcut: the next start resolves again

