@@ -311,49 +311,72 @@ def _bronze_rows(spark, lakehouse) -> list:
     return _table(spark, lakehouse, "bronze.quorum_raw")
 
 
-def test_a_dangling_symlink_is_a_parse_error_and_the_run_goes_on(spark, small_zone, make_lakehouse):
-    (small_zone / "quorum" / "dangling.jsonl").symlink_to(small_zone / "quorum" / "gone.jsonl")
-    lakehouse = make_lakehouse(small_zone)
-    run_pipeline(lakehouse, layers=("bronze", "silver"))
+@pytest.fixture(scope="module")
+def fs_run(spark, tmp_path_factory):
+    """One landing zone with every file-system hazard beside a good file, through bronze and silver once (each
+    hazard is a file of its own; a run per hazard cost ~20 s each): a dangling symlink, a symlink to a file and one
+    to a folder out of the landing root, ten files of which five vanish right after they were listed, and a file
+    larger than the configured limit. The tests below each check their hazard in what that run left."""
+    from pipelines.config import Config
+    from pipelines.io import Lakehouse
+
+    root = tmp_path_factory.mktemp("fs-hazards")
+    zone = root / "landing"
+    (zone / "quorum").mkdir(parents=True)
+    (zone / "quorum" / "good.jsonl").write_text(_line(_quorum("fs-good")) + "\n")
+    (zone / "quorum" / "dangling.jsonl").symlink_to(zone / "quorum" / "gone.jsonl")
+    secret = root / "outside" / "secret.jsonl"
+    secret.parent.mkdir()
+    secret.write_text(_line(_quorum("fs-secret")) + "\n")
+    (zone / "quorum" / "link.jsonl").symlink_to(secret)
+    (zone / "quorum" / "linked-dir").symlink_to(secret.parent, target_is_directory=True)
+    victims = []
+    for i in range(10):
+        victim = zone / "quorum" / f"victim-{i:02d}.jsonl"
+        victim.write_text(_line(_quorum(f"fs-victim-{i}")) + "\n")
+        victims.append(victim)
+    (zone / "quorum" / "big.jsonl").write_text((_line(_quorum("fs-big")) + "\n") * 200)
+
+    import pipelines.bronze_job as bronze_job
+
+    listed = bronze_job.scan_landing
+
+    def list_then_delete(landing_root, sources, *known):  # the race, made certain: files go away once listed
+        files = listed(landing_root, sources, *known)
+        for v in victims[5:]:
+            v.unlink(missing_ok=True)
+        return files
+
+    config = Config(
+        landing=str(zone),
+        warehouse=str(root / "warehouse"),
+        spark_master="local[2]",
+        shuffle_partitions=2,
+        max_file_bytes=64 * 1024,
+    )
+    lakehouse = Lakehouse(spark, config)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bronze_job, "scan_landing", list_then_delete)
+        run_pipeline(lakehouse, layers=("bronze", "silver"))
+    return lakehouse, victims
+
+
+def test_a_dangling_symlink_is_a_parse_error_and_the_run_goes_on(spark, fs_run):
+    lakehouse, _ = fs_run
     assert "fs-good" in _silver_clusters(spark, lakehouse)
     dangling = [r for r in _bronze_rows(spark, lakehouse) if r["source_file"].endswith("/dangling.jsonl")]
     assert len(dangling) == 1 and dangling[0]["parse_error"]
 
 
-def test_a_symlink_out_of_the_landing_root_is_not_followed(spark, small_zone, tmp_path, make_lakehouse):
-    secret = tmp_path / "outside" / "secret.jsonl"
-    secret.parent.mkdir()
-    secret.write_text(_line(_quorum("fs-secret")) + "\n")
-    (small_zone / "quorum" / "link.jsonl").symlink_to(secret)
-    (small_zone / "quorum" / "linked-dir").symlink_to(secret.parent, target_is_directory=True)
-    lakehouse = make_lakehouse(small_zone)
-    run_pipeline(lakehouse, layers=("bronze", "silver"))
+def test_a_symlink_out_of_the_landing_root_is_not_followed(spark, fs_run):
+    lakehouse, _ = fs_run
     clusters = _silver_clusters(spark, lakehouse)
     assert "fs-good" in clusters and "fs-secret" not in clusters
     assert all("fs-secret" not in (r["payload"] or "") for r in _bronze_rows(spark, lakehouse))
 
 
-def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(
-    spark, small_zone, make_lakehouse, monkeypatch
-):
-    import pipelines.bronze_job as bronze_job
-
-    victims = []
-    for i in range(10):
-        victim = small_zone / "quorum" / f"victim-{i:02d}.jsonl"
-        victim.write_text(_line(_quorum(f"fs-victim-{i}")) + "\n")
-        victims.append(victim)
-    listed = bronze_job.scan_landing
-
-    def list_then_delete(root, sources, *known):  # the race, made certain: files go away right after they were listed
-        files = listed(root, sources, *known)
-        for v in victims[5:]:
-            v.unlink()
-        return files
-
-    monkeypatch.setattr(bronze_job, "scan_landing", list_then_delete)
-    lakehouse = make_lakehouse(small_zone)
-    run_pipeline(lakehouse, layers=("bronze", "silver"))
+def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(spark, fs_run):
+    lakehouse, victims = fs_run
     assert {"fs-good", *(f"fs-victim-{i}" for i in range(5))} <= _silver_clusters(spark, lakehouse)
     vanished = {
         r["source_file"].rsplit("/", 1)[1]: r["parse_error"]
@@ -363,14 +386,12 @@ def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(
     assert vanished == {v.name: "file disappeared between listing and reading" for v in victims[5:]}
 
 
-def test_a_file_larger_than_the_configured_limit_is_a_parse_error(spark, small_zone, make_lakehouse):
-    big = small_zone / "quorum" / "big.jsonl"
-    big.write_text((_line(_quorum("fs-big")) + "\n") * 200)
-    lakehouse = make_lakehouse(small_zone, max_file_bytes=64 * 1024)
-    run_pipeline(lakehouse, layers=("bronze", "silver"))
+def test_a_file_larger_than_the_configured_limit_is_a_parse_error(spark, fs_run):
+    lakehouse, _ = fs_run
     rows = [r for r in _bronze_rows(spark, lakehouse) if r["source_file"].endswith("/big.jsonl")]
     assert len(rows) == 1 and "larger than" in rows[0]["parse_error"]
     assert "fs-good" in _silver_clusters(spark, lakehouse)
+    assert "fs-big" not in _silver_clusters(spark, lakehouse)
 
 
 # --- failures no parser foresaw (injected with the `fail_on` testing hook) ------------------------------------------
