@@ -2,9 +2,10 @@
 batch, between layers), each restart killed again further on, then a run to completion, gives exactly the tables of
 one uninterrupted run: no record lost, none twice.
 
-One kill is real (SIGKILL to a `quorumlake run` of its own, between two MERGEs of a silver batch); at the other
-points the run copies its warehouse as it is at that instant, which is what a kill leaves on disk, and is abandoned,
-in this process (a cold process per point cost ~40 s of JVM start and warm-up each, most of this suite's time).
+One kill is real (SIGKILL to a `quorumlake run` of its own, between two inserts of one bronze chunk: early in its
+run, so that the process costs little besides its start; killed mid-silver it cost ~45 s); at the other points the run
+copies its warehouse as it is at that instant, which is what a kill leaves on disk, and is abandoned, in this process
+(a cold process per point cost ~40 s of JVM start and warm-up each, most of this suite's time).
 
 Compared: every table's full contents, except the columns that say *when* a run happened (`ingested_at`,
 `quarantined_at`, `run_at`), which differ between runs by design. `silver.dq_validations` is a log of validations:
@@ -40,7 +41,7 @@ POINTS = (
     "gold:replica lag SLI",
     "gold:ISR health and AtMinIsr episodes",
 )
-REAL_KILL = "silver:merged:silver.partition_states"
+REAL_KILL = "bronze:inserted:partitions"
 WHEN = ("ingested_at", "quarantined_at", "run_at")
 COMPARED = [spec for spec in ALL_TABLES if spec not in (SILVER_DQ_VALIDATIONS, PIPELINE_RUNS)]
 
@@ -105,7 +106,7 @@ def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark,
     assert uninterrupted_run(zone, clean) == 0
 
     # a chain: each run starts from what the previous kill left and is killed further on. One kill is real, SIGKILL to
-    # a `quorumlake run` of its own, between two MERGEs of one silver batch; the others are copies taken in this
+    # a `quorumlake run` of its own, between two inserts of one bronze chunk; the others are copies taken in this
     # process, which cost no JVM start each.
     left: Path | None = None  # no warehouse yet
     for step, point in enumerate(POINTS):
