@@ -76,9 +76,10 @@ def test_a_table_is_known_empty_until_a_file_is_added_and_again_once_every_file_
     assert lakehouse.read(BRONZE_QUORUM_RAW).count() == 1
     operations = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").collect()]
     assert operations[:4] == ["WRITE", "DELETE", "DELETE", "MERGE"]  # newest first
-    for _ in range(4):  # past a checkpoint (every 10 commits): the checkpoint's files, then the commits after it
-        lakehouse.truncate(BRONZE_QUORUM_RAW)
-        lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]))
+    # past a checkpoint (every 10 commits; every 2 for this table): the checkpoint's files, then the commits after it
+    spark.sql(f"ALTER TABLE {lakehouse.ref(BRONZE_QUORUM_RAW)} SET TBLPROPERTIES ('delta.checkpointInterval' = '2')")
+    lakehouse.truncate(BRONZE_QUORUM_RAW)
+    lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]))
     assert any(
         ".checkpoint." in p.name for p in (tmp_path / "warehouse" / "bronze" / "quorum_raw" / "_delta_log").iterdir()
     )
@@ -100,10 +101,12 @@ def _raw_at(spark, rows):
 def test_the_files_read_from_the_log_through_a_checkpoint_are_the_ones_delta_reads(spark, make_lakehouse, tmp_path):
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
-    for hour in range(12):  # appends, MERGEs and a delete past the checkpoint at version 10
+    # a checkpoint every 4 commits (10 by default), so that a few commits reach past one
+    spark.sql(f"ALTER TABLE {lakehouse.ref(BRONZE_QUORUM_RAW)} SET TBLPROPERTIES ('delta.checkpointInterval' = '4')")
+    for hour in range(7):  # appends, MERGEs and a delete past the checkpoints at versions 4 and 8
         rows = _raw_at(spark, [(f"r{hour}", T0 + timedelta(hours=hour))])
         lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at"))
-        if hour == 5:
+        if hour == 2:
             spark.sql(f"DELETE FROM {lakehouse.ref(BRONZE_QUORUM_RAW)} WHERE record_id = 'r2'")
     log = tmp_path / "warehouse" / "bronze" / "quorum_raw" / "_delta_log"
     assert (log / "_last_checkpoint").is_file()
@@ -113,7 +116,10 @@ def test_the_files_read_from_the_log_through_a_checkpoint_are_the_ones_delta_rea
     assert all(f.stats for f in live.values())
     # the rows read by the driver from those files are the table's rows
     rows = lakehouse.local_rows(BRONZE_QUORUM_RAW, ["record_id"])
-    assert sorted(rows["record_id"].to_pylist()) == sorted(f"r{h}" for h in range(12) if h != 2)
+    assert sorted(rows["record_id"].to_pylist()) == sorted(f"r{h}" for h in range(7) if h != 2)
+    # the table's state is a checkpoint and commits after it
+    checkpoint = max(int(p.name[:20]) for p in log.glob("*.checkpoint.parquet"))
+    assert max(int(p.name[:20]) for p in log.glob("*.json")) > checkpoint > 0
 
 
 def test_rows_are_read_by_the_driver_only_when_no_deletion_vector_hides_some(spark, make_lakehouse, tmp_path):
