@@ -1,15 +1,13 @@
 """The user-facing commands end to end: simulated fleet -> pipeline -> scenario signatures in gold, the HTML report
-in a real headless browser, and the JDBC endpoint with a real client (beeline)."""
+in a real headless browser, dashboard and alert queries, maintenance. (The JDBC endpoint with a real client, beeline,
+is tests/e2e/test_serve_security.py's: one served warehouse for both.)"""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -221,50 +219,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def test_jdbc_endpoint_answers_a_bi_query_with_beeline(fleet):
-    import pyspark
-
-    beeline = Path(pyspark.__file__).parent / "bin" / "beeline"
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port), "--warehouse", str(fleet / "warehouse")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert server.poll() is None, server.stdout.read()
-            time.sleep(1)
-        result = subprocess.run(
-            [
-                str(beeline),
-                "-u",
-                f"jdbc:hive2://127.0.0.1:{port}/",
-                "--outputformat=csv2",
-                "-e",
-                "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=240,
-            env={**os.environ, "SPARK_HOME": str(beeline.parent.parent)},
-        )
-        # beeline echoes its continuation prompt ("  . . . > ") in front of the header when it is not a terminal
-        output = result.stdout[result.stdout.find("cluster_id,status") :]
-        lines = [line for line in output.splitlines() if "," in line]
-        assert lines and lines[0] == "cluster_id,status", result.stdout + result.stderr
-        assert len(lines) == len(SCENARIOS) + 1
-        assert all(line.split(",")[1] in ("ok", "warn", "critical", "stale") for line in lines[1:])
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
 
 def test_dashboard_queries_run_on_the_demo_warehouse(spark, fleet):

@@ -1,6 +1,7 @@
-"""`quorumlake serve` against a real served warehouse, with a real JDBC client (beeline): loopback by default,
-read-only (no DDL/DML, no reading arbitrary files, no settings changes, no Java reflection), and a non-loopback
-address only with authentication, which then refuses a client it cannot authenticate."""
+"""`quorumlake serve` against a real served warehouse, with a real JDBC client (beeline): a BI tool's query of the
+fleet view answers; the server is loopback by default, read-only (no DDL/DML, no reading arbitrary files, no settings
+changes, no Java reflection), and a non-loopback address only with authentication, which then refuses a client it
+cannot authenticate."""
 
 from __future__ import annotations
 
@@ -106,7 +107,8 @@ class Server:
 @pytest.fixture(scope="module")
 def warehouse(spark, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("served")
-    assert cli.main(["run", "--landing", str(DATA), "--warehouse", str(root / "warehouse"), "--layers", "bronze"]) == 0
+    # every layer: the served warehouse also answers the BI query on gold's fleet view
+    assert cli.main(["run", "--landing", str(DATA), "--warehouse", str(root / "warehouse")]) == 0
     return root / "warehouse"
 
 
@@ -125,14 +127,27 @@ def test_default_serve_is_loopback_only_and_read_only(spark, warehouse):
         if own is not None:
             assert not _reachable(own, port), f"the default server answers on {own}"
         url = f"jdbc:hive2://127.0.0.1:{port}/"
-        # reads work
+        # reads work, and a BI tool's query of the fleet view answers one row per cluster (last: the rows that
+        # follow its header are its own)
         ok = _beeline_run(
             url,
-            ["SELECT count(*) AS n FROM bronze.quorum_raw", "SHOW TABLES IN gold", "DESCRIBE TABLE gold.quorum_health"],
+            [
+                "SELECT count(*) AS n FROM bronze.quorum_raw",
+                "SHOW TABLES IN gold",
+                "DESCRIBE TABLE gold.quorum_health",
+                "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id",
+            ],
         )
         assert f"n\n{before}\n" in ok.stdout.replace("\r", ""), ok.stdout + ok.stderr
         assert "v_fleet_overview" in ok.stdout and "max_follower_lag_time_ms" in ok.stdout
         assert "read-only" not in ok.stderr
+        fleet = ok.stdout.replace("\r", "")[ok.stdout.replace("\r", "").find("cluster_id,status") :]
+        rows = [line.split(",") for line in fleet.splitlines() if "," in line]
+        assert rows[0] == ["cluster_id", "status"], ok.stdout + ok.stderr
+        assert cli.main(["sql", "SELECT 1", "--warehouse", str(warehouse)]) == 0  # names the view in this session too
+        clusters = spark.sql("SELECT cluster_id FROM gold.v_fleet_overview").collect()
+        assert [r[0] for r in rows[1:]] == sorted(r["cluster_id"] for r in clusters) and len(rows) > 2
+        assert all(r[1] in ("ok", "warn", "critical", "stale") for r in rows[1:])
         # writes, file reads, settings changes and reflection are refused, each with the guard's message
         bad = _beeline_run(url, [sql for sql, _ in FORBIDDEN])
         output = bad.stdout + bad.stderr
