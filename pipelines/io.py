@@ -840,6 +840,10 @@ _ENGINE_SETTINGS = (
     ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"),
     ("spark.sql.adaptive.enabled", "false", "true"),
 )
+# The settings of Spark's interpreted engine, for a session known to serve small runs only (`tune_for` sets them per
+# run on a local session; a server started for tiny data, such as the test suite's Spark Connect server, is started
+# with them).
+INTERPRETED_ENGINE = {key: interpreted for key, interpreted, _ in _ENGINE_SETTINGS}
 
 
 _COMMIT_FILE = re.compile(r"\d{20}\.json")
