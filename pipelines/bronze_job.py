@@ -81,11 +81,8 @@ def run_bronze(
         reached(config, "bronze:recorded")
         lakehouse.save_progress(CONSUMER, {LANDING: len(listing)}, {LANDING: fingerprint})
         lakehouse.save_landing_folders(fingerprint, scan.folders)
-    counts = []
-    for source, spec in BRONZE_SOURCES.items():
-        rows, errors = lakehouse.count_ingested(spec, config.run_at) if source in touched else (0, 0)
-        counts.append(BronzeCounts(spec.name, rows, errors))
-    return counts
+    ingested = lakehouse.count_ingested([BRONZE_SOURCES[s] for s in sorted(touched)], config.run_at)
+    return [BronzeCounts(spec.name, *ingested.get(spec.name, (0, 0))) for spec in BRONZE_SOURCES.values()]
 
 
 CONSUMER = "bronze"
@@ -292,10 +289,8 @@ def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:
 def _run_streams(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
     """Auto Loader (or Spark's file source for a remote landing root): discovery by the stream's checkpoint."""
     config = lakehouse.config
-    counts = []
     for source, spec in BRONZE_SOURCES.items():
         progress(f"bronze: ingesting {lakehouse.landing_path(source)}/ -> {spec.name}")
         lakehouse.stream_landing_files(source, lambda files, source=source: insert_records(lakehouse, source, files))
-        rows, errors = lakehouse.count_ingested(spec, config.run_at)
-        counts.append(BronzeCounts(spec.name, rows, errors))
-    return counts
+    ingested = lakehouse.count_ingested(list(BRONZE_SOURCES.values()), config.run_at)
+    return [BronzeCounts(spec.name, *ingested[spec.name]) for spec in BRONZE_SOURCES.values()]

@@ -62,6 +62,7 @@ def run_pipeline(
             summaries += runner(lakehouse, progress, timings)
             timings[layer] = round(time.monotonic() - started, 3)
             progress(f"{layer}: done in {timings[layer]:.1f}s")
+    lakehouse.flush_progress()
     return summaries
 
 

@@ -286,6 +286,40 @@ def test_a_full_refresh_is_sized_by_the_tables_it_rereads(spark, make_lakehouse,
     assert rebuild_size(lakehouse, ("bronze", "silver")) is None  # the landing zone's size is not known
 
 
+def test_a_new_warehouse_records_its_table_definitions_with_the_first_progress_commit(spark, make_lakehouse, tmp_path):
+    from pipelines.io import registry_fingerprint
+    from pipelines.tables import ALL_TABLES, PIPELINE_RUNS
+
+    def records(lakehouse):
+        return {
+            (r["consumer"], r["source_table"]): (r["source_version"], r["fingerprint"])
+            for r in lakehouse.read(PIPELINE_RUNS).collect()
+        }
+
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables(ALL_TABLES)
+    assert lakehouse.version(PIPELINE_RUNS) == 0 and records(lakehouse) == {}  # created; no commit of its own
+    lakehouse.save_progress("bronze", {"landing": 3}, {"landing": "f"})
+    fingerprint = registry_fingerprint(ALL_TABLES)
+    expected = {("bronze", "landing"): (3, "f"), ("registry", "tables"): (len(ALL_TABLES), fingerprint)}
+    assert lakehouse.version(PIPELINE_RUNS) == 1 and records(lakehouse) == expected  # one commit for both
+    lakehouse.save_progress("bronze", {"landing": 4}, {"landing": "g"})
+    assert records(lakehouse)[("registry", "tables")] == (len(ALL_TABLES), fingerprint)  # written once, kept
+    # the next process finds the definitions recorded: no table is looked at again, nothing is committed
+    later = make_lakehouse(tmp_path / "landing")
+    versions = {spec.name: later.version(spec) for spec in ALL_TABLES}
+    later.ensure_tables(ALL_TABLES)
+    assert {spec.name: later.version(spec) for spec in ALL_TABLES} == versions
+
+    # a run that saves no progress of its own writes the record when it ends (flush_progress)
+    other = make_lakehouse(tmp_path / "landing", warehouse=str(tmp_path / "other"))
+    other.ensure_tables(ALL_TABLES)
+    other.flush_progress()
+    assert records(other) == {("registry", "tables"): (len(ALL_TABLES), fingerprint)}
+    other.flush_progress()
+    assert other.version(PIPELINE_RUNS) == 1
+
+
 def test_staged_rows_come_back_whole_in_parquet_files_of_bounded_size_and_are_removed(spark, make_lakehouse, tmp_path):
     lakehouse = make_lakehouse(tmp_path / "landing")
     sizes = [5, 40, 0, 7, 90, 3, 3]
