@@ -275,6 +275,9 @@ _FILES_ARROW = pa.schema(
 def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:
     """Build the bronze rows of some landing files and insert the ones bronze does not hold yet."""
     spec = BRONZE_SOURCES[source]
+    if lakehouse.known_empty(spec):  # a new table (a first run, a full refresh): one append, nothing to compare
+        lakehouse.insert_new(spec, build_raw_records(files, source, lakehouse.config.run_at))
+        return
     # on disk: a chunk's rows are read twice (their bounds, the MERGE), and in a 1 GB driver heap a cached chunk
     # crowds out the work itself
     rows = build_raw_records(files, source, lakehouse.config.run_at).transform(cached, StorageLevel.DISK_ONLY)
