@@ -134,9 +134,16 @@ class Lakehouse:
         for name, _, comment in spec.columns:
             if name in actual and actual[name].metadata.get("comment", "") != comment:
                 self.spark.sql(f"ALTER TABLE {self.ref(spec)} ALTER COLUMN `{name}` COMMENT '{_sql_str(comment)}'")
-        if spec.properties:
+        clustered = bool(spec.clustering) and not spec.partitioned_by
+        if not spec.properties and not clustered:
+            return
+        # properties and clustering are set only where they differ: each ALTER is a commit, and a warehouse whose
+        # record of its definitions was lost (a first run killed before its first progress commit) is as declared
+        detail = self.spark.sql(f"DESCRIBE DETAIL {self.ref(spec)}").first()
+        held = dict(detail["properties"] or {})
+        if any(held.get(key) != value for key, value in spec.properties or ()):
             self.spark.sql(f"ALTER TABLE {self.ref(spec)} SET{_properties(spec)}")
-        if spec.clustering and not spec.partitioned_by:
+        if clustered and list(detail["clusteringColumns"] or []) != list(spec.clustering):
             self.spark.sql(f"ALTER TABLE {self.ref(spec)} CLUSTER BY ({', '.join(spec.clustering)})")
 
     def _exists(self, spec: TableSpec) -> bool:

@@ -320,6 +320,27 @@ def test_a_new_warehouse_records_its_table_definitions_with_the_first_progress_c
     assert other.version(PIPELINE_RUNS) == 1
 
 
+def test_bringing_tables_to_their_definitions_commits_only_what_differs(spark, make_lakehouse, tmp_path):
+    import dataclasses
+
+    from pipelines.tables import ALL_TABLES, BRONZE_METRICS_RAW
+
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables(ALL_TABLES)
+    versions = {spec.name: lakehouse.version(spec) for spec in ALL_TABLES}
+    for spec in ALL_TABLES:  # every table as declared: nothing to commit
+        lakehouse.evolve(spec)
+    assert {spec.name: lakehouse.version(spec) for spec in ALL_TABLES} == versions
+    # a property the table does not hold yet: one commit, and the table holds it
+    changed = dataclasses.replace(
+        BRONZE_METRICS_RAW, properties=(*(BRONZE_METRICS_RAW.properties or ()), ("quorumlake.test", "yes"))
+    )
+    lakehouse.evolve(changed)
+    assert lakehouse.version(BRONZE_METRICS_RAW) == versions[BRONZE_METRICS_RAW.name] + 1
+    detail = spark.sql(f"DESCRIBE DETAIL {lakehouse.ref(BRONZE_METRICS_RAW)}").first()
+    assert detail["properties"]["quorumlake.test"] == "yes"
+
+
 def test_staged_rows_come_back_whole_in_parquet_files_of_bounded_size_and_are_removed(spark, make_lakehouse, tmp_path):
     lakehouse = make_lakehouse(tmp_path / "landing")
     sizes = [5, 40, 0, 7, 90, 3, 3]
