@@ -114,15 +114,16 @@ class Lakehouse:
         for spec in specs:
             if spec not in created:
                 self.evolve(spec)
+        record = ({"tables": len(specs)}, {"tables": fingerprint})
         if len(created) == len(specs):
             # A new warehouse: its tables are as declared whether this is recorded or not, so the record waits for
             # the run's first progress commit instead of being a commit of its own (in a new process, the JVM's
             # first write: ~5 s of a demo's run). Lost with a run killed before that commit, it costs the next run
             # the look at each table above, nothing else.
-            self._remember("registry", {"tables": len(specs)}, {"tables": fingerprint})
-            self._unsaved["registry"] = ({"tables": len(specs)}, {"tables": fingerprint})
-            return
-        self.save_progress("registry", {"tables": len(specs)}, {"tables": fingerprint})
+            self._unsaved["registry"] = record
+            self._remember("registry", *record)
+        else:
+            self.save_progress("registry", *record)
 
     def evolve(self, spec: TableSpec) -> None:
         """Add declared columns the table lacks and update changed column comments and table properties."""
