@@ -94,7 +94,6 @@ SLOWEST_FIRST = (
     "tests/e2e/test_connect.py",  # ~160 s
     "tests/e2e/test_serve_security.py",  # ~145 s
     "tests/e2e/test_gold_e2e.py",  # ~120 s
-    "tests/e2e/test_wheel.py",  # ~105 s
     "tests/unit/test_silver_quorum.py",  # ~105 s
     "tests/unit/test_bronze_raw.py",  # ~100 s
     "tests/unit/test_io.py",  # ~70 s

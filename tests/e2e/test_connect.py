@@ -1,9 +1,11 @@
-"""The whole pipeline through Spark Connect, a local stand-in for Databricks serverless: a Spark Connect server with
-Delta (started here from PySpark's own spark-submit, with the jars and settings of a local session) runs `quorumlake
-run` sent from a client process, and the tables it writes hold exactly what the classic in-process session writes
-from the same landing zone. The Databricks code path (DATABRICKS_RUNTIME_VERSION set, the session handed over by
-SparkSession.builder) is run the same way, with every access to `sparkContext` and every file-descriptor
-redirection counted by the process itself."""
+"""The whole pipeline through Spark Connect, a local stand-in for Databricks serverless, run by the wheel the
+Databricks jobs install: the wheel is built from the checkout and installed in a clean venv; a Spark Connect server with
+Delta (started here from PySpark's own spark-submit, with the jars and settings of a local session, its Python workers
+running that venv) runs `quorumlake run` sent from a client process of that venv, and the tables it writes hold exactly
+what the classic in-process session writes from the same landing zone. The client takes the Databricks code path
+(DATABRICKS_RUNTIME_VERSION set, the session handed over by SparkSession.builder), with every access to `sparkContext`
+and every file-descriptor redirection counted by the process itself. (The wheel once ran the pipeline on a local
+session of its own: a cold JVM, ~110 s of the suite, for what this run through the module's server proves as well.)"""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import socket
 import subprocess
 import sys
 import time
+import venv
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -27,9 +31,10 @@ from pipelines.config import Config
 from pipelines.io import INTERPRETED_ENGINE
 from pipelines.session import SMALL_RUN_JAVA_OPTIONS, connect_server_command
 from pipelines.tables import ALL_TABLES, PIPELINE_RUNS
+from tests.conftest import build_wheel
 
 DATA = Path(__file__).parent.parent / "data"
-ROOT = Path(pipelines.__file__).resolve().parent.parent  # the checkout under test, for the server's Python workers
+ROOT = Path(pipelines.__file__).resolve().parent.parent  # the checkout under test
 START_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 1800
 
@@ -40,10 +45,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "DATABRICKS_RUNTIME_VERSION")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env["PYSPARK_PYTHON"] = sys.executable
+def _env(python: Path | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a process of the checkout (the default: this interpreter, the checkout on its path) or of
+    the wheel's venv (`python`: that venv's interpreter, which imports the installed wheel and nothing of the
+    checkout)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "DATABRICKS_RUNTIME_VERSION", "PYTHONPATH")}
+    if python is None:
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env["PYSPARK_PYTHON"] = str(python or sys.executable)
     env.update(extra)
     return env
 
@@ -57,8 +66,44 @@ def _listening(port: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def connect_url(tmp_path_factory):
-    """A local Spark Connect server with Delta, for this module; stopped with every process it started."""
+def wheel_python(tmp_path_factory) -> Path:
+    """The interpreter of a clean venv with the wheel built from the checkout, its `spark` extra (what Databricks
+    provides itself: pyspark, delta-spark) and PySpark's Connect client installed; pinned as `make test` pins."""
+    root = tmp_path_factory.mktemp("wheel")
+    built = build_wheel(root / "dist")
+    assert built.returncode == 0, built.stderr
+    wheel = next((root / "dist").glob("quorumlake-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "expectations/silver_replica_states.json" in names and "pipelines/ivysettings.xml" in names
+    assert "pipelines/simulator/fleet.py" in names and not any(n.startswith("tests/") for n in names)
+    env_dir = root / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    # installed by the uv that scripts/bootstrap.sh installed (from its cache: ~3 s instead of pip's ~28 s), else pip
+    packages = [f"{wheel}[spark]", "pyspark[connect]", "-c", str(ROOT / "constraints.txt")]
+    uv = Path(sys.executable).parent / "uv"
+    if uv.is_file():
+        install = [str(uv), "pip", "install", "--quiet", "--python", str(python), *packages]
+    else:
+        install = [str(python), "-m", "pip", "install", "--quiet", *packages]
+    subprocess.run(install, check=True, timeout=1200)
+    return python
+
+
+def test_the_wheel_installs_the_databricks_jobs_entry_points(wheel_python):
+    # the Databricks job's three entry points are installed and reach the CLI (their usage, no Spark started); the
+    # pipeline itself runs from the wheel in `databricks_run` below
+    for layer in ("bronze", "silver", "gold"):
+        usage = subprocess.run(
+            [str(wheel_python.parent / f"quorumlake-{layer}"), "--help"], capture_output=True, text=True, timeout=120
+        )
+        assert usage.returncode == 0 and "--landing" in usage.stdout, usage.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def connect_url(wheel_python, tmp_path_factory):
+    """A local Spark Connect server with Delta, for this module, whose Python workers (UDFs) run the wheel's venv;
+    stopped with every process it started."""
     root = tmp_path_factory.mktemp("connect-server")
     port = _free_port()
     config = Config(
@@ -74,6 +119,8 @@ def connect_url(tmp_path_factory):
     command = connect_server_command(config, port)
     for key, value in INTERPRETED_ENGINE.items():
         command[1:1] = ["--conf", f"{key}={value}"]
+    for key in ("spark.pyspark.python", "spark.pyspark.driver.python"):
+        command[1:1] = ["--conf", f"{key}={wheel_python}"]
     with open(log_path, "wb") as log:
         # its own process group: the JVM and the Python workers it forks are stopped together
         server = subprocess.Popen(
@@ -81,7 +128,7 @@ def connect_url(tmp_path_factory):
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=_env(),
+            env=_env(wheel_python),
             cwd=root,
             start_new_session=True,
         )
@@ -155,7 +202,12 @@ def tables(spark, warehouse: Path) -> dict[str, list[tuple]]:
 
 def _run_client(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     done = subprocess.run(
-        [sys.executable, "-c", _CLIENT, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+        [env["PYSPARK_PYTHON"], "-c", _CLIENT, *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
     )
     assert done.returncode == 0, f"client failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     return done
@@ -195,7 +247,9 @@ def parquet(self, *args, **kwargs):  # what silver materializes instead of cachi
     counts["parquet_writes"] += 1
     return real_parquet(self, *args, **kwargs)
 ConnectWriter.parquet = parquet
+import pipelines
 from pipelines.cli import main
+counts["pipelines"] = os.path.dirname(os.path.abspath(pipelines.__file__))
 code = main(sys.argv[1:])
 from pyspark import SparkContext
 counts["jvm_started"] = SparkContext._gateway is not None
@@ -213,22 +267,24 @@ def _report(done: subprocess.CompletedProcess) -> dict:
 
 
 @pytest.fixture(scope="module")
-def databricks_run(zone, connect_url, tmp_path_factory) -> tuple[Path, dict]:
-    """`quorumlake run` on the Databricks code path: DATABRICKS_RUNTIME_VERSION set, the session whatever
-    SparkSession.builder hands over, here a Spark Connect session (SPARK_REMOTE), as on serverless, where
-    sparkContext and caching are absent. Returns its warehouse and what the client counted."""
+def databricks_run(zone, connect_url, wheel_python, tmp_path_factory) -> tuple[Path, dict]:
+    """`quorumlake run` of the installed wheel on the Databricks code path: DATABRICKS_RUNTIME_VERSION set, the
+    session whatever SparkSession.builder hands over, here a Spark Connect session (SPARK_REMOTE), as on serverless,
+    where sparkContext and caching are absent. Returns its warehouse and what the client counted."""
     root = tmp_path_factory.mktemp("connect-databricks")
     warehouse = root / "wh"
-    env = _env(DATABRICKS_RUNTIME_VERSION="client.5.0", SPARK_REMOTE=connect_url)
+    env = _env(wheel_python, DATABRICKS_RUNTIME_VERSION="client.5.0", SPARK_REMOTE=connect_url)
     done = _run_client(["run", "--landing", str(zone), "--warehouse", str(warehouse)], env, root)
     assert "silver.quorum_snapshots" in done.stdout  # the run's summary
     return warehouse, _report(done)
 
 
 def test_the_databricks_path_writes_the_classic_tables_and_never_touches_spark_context_or_file_descriptors(
-    spark, classic, databricks_run
+    spark, classic, databricks_run, wheel_python
 ):
     warehouse, report = databricks_run
+    # the client ran the installed wheel, not the checkout
+    assert Path(report["pipelines"]).is_relative_to(wheel_python.parent.parent), report["pipelines"]
     assert report["session"] == "pyspark.sql.connect.session.SparkSession"
     assert report["sparkContext"] == 0, "the Databricks path asked a session for its sparkContext"
     assert report["dup2"] == 0, "the Databricks path redirected file descriptors"
@@ -243,6 +299,13 @@ def test_the_databricks_path_writes_the_classic_tables_and_never_touches_spark_c
     assert {name: len(rows) for name, rows in got.items()} == {name: len(rows) for name, rows in classic.items()}
     for name in classic:
         assert got[name] == classic[name], name
+    status = spark.read.format("delta").load(str(warehouse / "gold" / "quorum_status"))
+    assert [
+        tuple(r)
+        for r in status.where("cluster_id = 'kraft-v2' AND error_code = 0")
+        .select("cluster_id", "max_follower_lag", "max_follower_lag_time_ms")
+        .collect()
+    ] == [("kraft-v2", 12, 2400)]
 
 
 def test_the_spark_remote_setting_runs_through_spark_connect_and_a_repeated_run_changes_nothing(
@@ -258,6 +321,7 @@ def test_the_spark_remote_setting_runs_through_spark_connect_and_a_repeated_run_
         tmp_path,
     )
     report = _report(done)
+    assert report.pop("pipelines") == str(ROOT / "pipelines")  # this client runs the checkout
     assert report == {
         "sparkContext": 0,
         "dup2": 0,
