@@ -11,6 +11,7 @@ through `spark_remote` uses none of them (`is_connect`, `cached`, `release`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -35,6 +36,20 @@ def ivy_home() -> Path:
     """Where Delta's jars are cached after the first download (override with QUORUMLAKE_IVY_HOME)."""
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "quorumlake" / "ivy"
     return Path(os.environ.get("QUORUMLAKE_IVY_HOME", default))
+
+
+def templates_home() -> Path:
+    """Where the first commits of the tables, as Delta writes them, are kept to create new warehouses' tables
+    (`io.TableTemplates`), beside the jar cache."""
+    return ivy_home().parent / "tables"
+
+
+@functools.cache
+def engine_versions() -> str:
+    """The PySpark and Delta versions of this process, which write a table's commits."""
+    import pyspark
+
+    return f"pyspark {pyspark.__version__} delta {_delta_version()}"
 
 
 def runs_remotely(config: Config) -> bool:

@@ -448,3 +448,56 @@ def test_names_registered_over_existing_tables_carry_their_declared_columns_comm
         )
         assert list(detail["clusteringColumns"] or []) == list(spec.clustering if not spec.partitioned_by else [])
         assert dict(detail["properties"]).items() >= dict(spec.properties or {}).items()
+
+
+def test_a_table_created_from_its_template_is_the_table_sql_creates(spark, make_lakehouse, tmp_path, monkeypatch):
+    import json
+
+    from pipelines.session import templates_home
+    from pipelines.tables import ALL_TABLES, BRONZE_METRICS_RAW, GOLD_QUORUM_STATUS, SILVER_QUORUM_SNAPSHOTS
+
+    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "cache" / "ivy"))  # no template yet
+    specs = (BRONZE_QUORUM_RAW, SILVER_QUORUM_SNAPSHOTS, GOLD_QUORUM_STATUS)
+    by_sql = make_lakehouse(tmp_path / "landing", warehouse=str(tmp_path / "sql"))
+    by_sql.ensure_tables(specs)  # by SQL, each first commit kept as its table's template
+    assert len(list(templates_home().iterdir())) == len(specs)
+    from_template = make_lakehouse(tmp_path / "landing", warehouse=str(tmp_path / "copied"))
+    from_template.ensure_tables(specs)
+
+    def detail(lakehouse, spec):
+        row = spark.sql(f"DESCRIBE DETAIL {lakehouse.ref(spec)}").first().asDict()
+        return {k: v for k, v in row.items() if k not in ("id", "location", "createdAt", "lastModified")}, row["id"]
+
+    for spec in specs:
+        (want, sql_id), (got, copy_id) = detail(by_sql, spec), detail(from_template, spec)
+        assert got == want and copy_id != sql_id, spec.name  # same definition, clustering, properties; its own id
+        fields = [(f.name, f.dataType, f.metadata) for f in from_template.read(spec).schema.fields]
+        assert fields == [(f.name, f.dataType, f.metadata) for f in by_sql.read(spec).schema.fields]
+        history = spark.sql(f"DESCRIBE HISTORY {from_template.ref(spec)}").collect()
+        assert [r["operation"] for r in history] == ["CREATE TABLE"]
+    # a table made from its template takes writes and serves its change feed as any other
+    rows = _raw(spark, [("r1", "kraft-a")])
+    from_template.insert_new(BRONZE_QUORUM_RAW, rows)
+    changes = from_template.changes(BRONZE_QUORUM_RAW, 0, 1).select("record_id", "_change_type").collect()
+    assert [tuple(r) for r in changes] == [("r1", "insert")]
+    # a table that exists already is left as it is (IF NOT EXISTS): its first commit is not written over
+    log = Path(from_template.table_path(BRONZE_QUORUM_RAW)) / "_delta_log"
+    first = (log / "00000000000000000000.json").read_text()
+    assert from_template._templates().create(BRONZE_QUORUM_RAW, from_template.table_path(BRONZE_QUORUM_RAW))
+    assert (log / "00000000000000000000.json").read_text() == first and from_template.version(BRONZE_QUORUM_RAW) == 1
+
+    # a damaged template is not used: the table is created by SQL, and the template kept again from that table
+    (damaged,) = [p for p in templates_home().iterdir() if p.name.startswith(GOLD_QUORUM_STATUS.name + "-")]
+    (damaged / "00000000000000000000.json").write_text("{not json\n")
+    again = make_lakehouse(tmp_path / "landing", warehouse=str(tmp_path / "again"))
+    again.ensure_tables((GOLD_QUORUM_STATUS, BRONZE_METRICS_RAW))
+    assert detail(again, GOLD_QUORUM_STATUS)[0] == detail(by_sql, GOLD_QUORUM_STATUS)[0]
+    made = (tmp_path / "again" / "gold" / "quorum_status" / "_delta_log" / "00000000000000000000.json").read_text()
+    assert (damaged / "00000000000000000000.json").read_text() == made
+    assert [next(iter(json.loads(line))) for line in made.splitlines()] == [
+        "commitInfo",
+        "metaData",
+        "protocol",
+        "domainMetadata",
+    ]
+    assert len(list(templates_home().iterdir())) == len(specs) + 1 < len(ALL_TABLES)  # + bronze.metrics_raw
