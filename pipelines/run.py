@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipelines.io import PARQUET_TO_LANDING, Lakehouse
+from pipelines.session import release_all
 from pipelines.tables import (
     ALL_TABLES,
     BRONZE_INGEST_RUNS,
@@ -50,19 +51,22 @@ def run_pipeline(
     timings = {} if timings is None else timings
     lakehouse.ensure_tables(ALL_TABLES)
     summaries: list[TableSummary] = []
-    for layer in LAYER_ORDER:
-        if layer in layers and layer in LAYER_RUNNERS:
-            started = time.monotonic()
-            runner = LAYER_RUNNERS[layer]
-            if layer == "bronze" and "silver" in layers:
-                # silver will validate what bronze ingests: Great Expectations is imported while bronze runs
-                from expectations.gx_runner import warm_up
+    try:
+        for layer in LAYER_ORDER:
+            if layer in layers and layer in LAYER_RUNNERS:
+                started = time.monotonic()
+                runner = LAYER_RUNNERS[layer]
+                if layer == "bronze" and "silver" in layers:
+                    # silver will validate what bronze ingests: Great Expectations is imported while bronze runs
+                    from expectations.gx_runner import warm_up
 
-                runner = functools.partial(ingest_bronze, on_new_files=warm_up)
-            summaries += runner(lakehouse, progress, timings)
-            timings[layer] = round(time.monotonic() - started, 3)
-            progress(f"{layer}: done in {timings[layer]:.1f}s")
-    lakehouse.flush_progress()
+                    runner = functools.partial(ingest_bronze, on_new_files=warm_up)
+                summaries += runner(lakehouse, progress, timings)
+                timings[layer] = round(time.monotonic() - started, 3)
+                progress(f"{layer}: done in {timings[layer]:.1f}s")
+        lakehouse.flush_progress()
+    finally:
+        release_all()  # however the run ended, the session keeps nothing of it cached
     return summaries
 
 

@@ -348,13 +348,30 @@ def cached(df: DataFrame, level: StorageLevel | None = None) -> DataFrame:
     through `release`."""
     if is_connect(df.sparkSession):
         return df
-    return df.persist() if level is None else df.persist(level)
+    kept = df.persist() if level is None else df.persist(level)
+    _kept[id(kept)] = kept
+    return kept
 
 
 def release(df: DataFrame) -> None:
     """Drop what `cached` kept (nothing under Spark Connect)."""
     if not is_connect(df.sparkSession):
         df.unpersist()
+        _kept.pop(id(df), None)
+
+
+def release_all() -> None:
+    """Drop whatever `cached` kept that was not released: what a run ended by an exception between a `cached` and
+    its `release` left behind. Every later query of the session would otherwise be compared with each of those plans
+    (Spark's cache lookup), a cost that grows with every such run in a long-lived process (a notebook, a test worker:
+    after the crash harness's abandoned runs, a later run's queries took minutes to plan)."""
+    for df in list(_kept.values()):
+        df.unpersist()
+    _kept.clear()
+
+
+# the DataFrames `cached` persisted and `release` has not dropped yet, by identity (persist() returns the same object)
+_kept: dict[int, DataFrame] = {}
 
 
 def connect_server_command(config: Config, port: int, app_name: str = "quorumlake-connect") -> list[str]:

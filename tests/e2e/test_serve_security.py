@@ -127,17 +127,39 @@ def test_default_serve_is_loopback_only_and_read_only(spark, warehouse):
         if own is not None:
             assert not _reachable(own, port), f"the default server answers on {own}"
         url = f"jdbc:hive2://127.0.0.1:{port}/"
-        # reads work, and a BI tool's query of the fleet view answers one row per cluster (last: the rows that
-        # follow its header are its own)
-        ok = _beeline_run(
-            url,
-            [
-                "SELECT count(*) AS n FROM bronze.quorum_raw",
-                "SHOW TABLES IN gold",
-                "DESCRIBE TABLE gold.quorum_health",
-                "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id",
-            ],
-        )
+        # Reading arbitrary files through SQL fails, even when the client asks for runSQLOnFiles at connect time.
+        # Each beeline session is a JVM of its own (~10 s), so the plain URL's session goes on with reads that work.
+        table_path = warehouse / "bronze" / "quorum_raw"
+        file_reads = [
+            "SELECT * FROM text.`/etc/hostname`",
+            "SELECT * FROM csv.`/etc/passwd`",
+            f"SELECT count(*) FROM delta.`{table_path}`",
+            "SHOW TABLES",
+        ]
+        sessions = {}
+        for connect in (url, url + "?spark.sql.runSQLOnFiles=true"):
+            sessions[connect] = _beeline_run(
+                connect,
+                file_reads
+                + (
+                    [
+                        "SELECT count(*) AS n FROM bronze.quorum_raw",
+                        "SHOW TABLES IN gold",
+                        "DESCRIBE TABLE gold.quorum_health",
+                        # last: the rows that follow its header are its own
+                        "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id",
+                    ]
+                    if connect == url
+                    else []
+                ),
+            )
+        for files in sessions.values():
+            output = files.stdout + files.stderr
+            for identifier in ("`text`.`/etc/hostname`", "`csv`.`/etc/passwd`", f"`delta`.`{table_path}`"):
+                assert f"{identifier} cannot be found" in output, (identifier, output[-3000:])
+            assert "root:" not in files.stdout and "stolen" not in files.stdout
+        # reads work, and a BI tool's query of the fleet view answers one row per cluster
+        ok = sessions[url]
         assert f"n\n{before}\n" in ok.stdout.replace("\r", ""), ok.stdout + ok.stderr
         assert "v_fleet_overview" in ok.stdout and "max_follower_lag_time_ms" in ok.stdout
         assert "read-only" not in ok.stderr
@@ -153,22 +175,6 @@ def test_default_serve_is_loopback_only_and_read_only(spark, warehouse):
         output = bad.stdout + bad.stderr
         for sql, message in FORBIDDEN:
             assert f"quorumlake serve is read-only: {message}" in output, (sql, output[-3000:])
-        # reading arbitrary files through SQL fails, even when the client asks for runSQLOnFiles at connect time
-        table_path = warehouse / "bronze" / "quorum_raw"
-        for connect in (url, url + "?spark.sql.runSQLOnFiles=true"):
-            files = _beeline_run(
-                connect,
-                [
-                    "SELECT * FROM text.`/etc/hostname`",
-                    "SELECT * FROM csv.`/etc/passwd`",
-                    f"SELECT count(*) FROM delta.`{table_path}`",
-                    "SHOW TABLES",
-                ],
-            )
-            output = files.stdout + files.stderr
-            for identifier in ("`text`.`/etc/hostname`", "`csv`.`/etc/passwd`", f"`delta`.`{table_path}`"):
-                assert f"{identifier} cannot be found" in output, (identifier, output[-3000:])
-            assert "root:" not in files.stdout and "stolen" not in files.stdout
     finally:
         server.stop()
     assert _bronze_count(spark, warehouse) == before

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pipelines import session
 
 
@@ -86,6 +88,31 @@ def test_a_classic_session_caches_through_cached_and_release(spark):
     assert kept.storageLevel == StorageLevel.DISK_ONLY
     session.release(kept)
     assert kept.storageLevel == StorageLevel.NONE
+
+
+def test_what_a_run_cached_and_did_not_release_is_dropped_when_it_ends(spark, make_lakehouse, tmp_path, monkeypatch):
+    from pipelines import run
+    from pipelines.io import Lakehouse
+
+    cache = spark._jsparkSession.sharedState().cacheManager()
+    kept = session.cached(spark.range(3).selectExpr("id * 2 AS x"))
+    assert kept.count() == 3 and not cache.isEmpty()
+    session.release_all()
+    assert not kept.is_cached and cache.isEmpty()
+
+    # a run that ends by an exception between a `cached` and its `release` (the crash harness abandons runs so)
+    class Abandoned(BaseException):
+        pass
+
+    def bronze_that_dies(lakehouse, progress, timings):
+        session.cached(spark.range(5)).count()
+        raise Abandoned
+
+    monkeypatch.setitem(run.LAYER_RUNNERS, "bronze", bronze_that_dies)
+    lakehouse: Lakehouse = make_lakehouse(tmp_path / "landing")
+    with pytest.raises(Abandoned):
+        run.run_pipeline(lakehouse, ("bronze",))
+    assert cache.isEmpty()
 
 
 def test_a_local_session_bounds_what_one_batch_of_rows_holds_in_the_driver_heap(spark):
