@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import subprocess
 import sys
@@ -35,7 +36,23 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = ROOT.parent / "shared" / "schemas" / "databricks-bundle.schema.json"
+
+
+def _schema_path() -> Path:
+    """The Databricks CLI's bundle JSON schema (`databricks bundle schema`, ~900 KB, not vendored): the file named by
+    QUORUMLAKE_BUNDLE_SCHEMA, else `shared/schemas/` beside this checkout or beside any folder above it (a clone
+    made elsewhere than the team's working folder still finds the team's copy when it lies above it)."""
+    named = os.environ.get("QUORUMLAKE_BUNDLE_SCHEMA")
+    if named:
+        return Path(named)
+    relative = Path("shared") / "schemas" / "databricks-bundle.schema.json"
+    for folder in ROOT.parents:
+        if (folder / relative).is_file():
+            return folder / relative
+    return ROOT.parent / relative
+
+
+SCHEMA_PATH = _schema_path()
 LAYERS = ("bronze", "silver", "gold")
 
 # The gold objects the dashboard may read, with their columns: contract.md §2 (gold) and the views of the
@@ -334,7 +351,10 @@ def _python_pattern(pattern: str) -> str:
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.protocols.Validator:
     if not SCHEMA_PATH.is_file():
-        pytest.skip(f"bundle JSON schema not found at {SCHEMA_PATH} (the team's shared/ folder)")
+        pytest.skip(
+            f"bundle JSON schema not found at {SCHEMA_PATH} (the team's shared/ folder; "
+            "or name the file with QUORUMLAKE_BUNDLE_SCHEMA, e.g. `databricks bundle schema > FILE`)"
+        )
     schema = _translate_patterns(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
     return jsonschema.Draft202012Validator(schema)
 
