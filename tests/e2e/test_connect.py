@@ -31,6 +31,7 @@ from pipelines.config import Config
 from pipelines.io import INTERPRETED_ENGINE
 from pipelines.session import SMALL_RUN_JAVA_OPTIONS, connect_server_command
 from pipelines.tables import ALL_TABLES, PIPELINE_RUNS
+from tests import read_back
 from tests.conftest import build_wheel
 
 DATA = Path(__file__).parent.parent / "data"
@@ -170,13 +171,13 @@ def classic(spark, zone, tmp_path_factory) -> dict[str, list[tuple]]:
     """The reference: every table after a run on the suite's classic session."""
     warehouse = tmp_path_factory.mktemp("connect-classic") / "wh"
     assert cli.main(["run", "--landing", str(zone), "--warehouse", str(warehouse)]) == 0
-    return tables(spark, warehouse)
+    return tables(warehouse)
 
 
-def tables(spark, warehouse: Path) -> dict[str, list[tuple]]:
+def tables(warehouse: Path) -> dict[str, list[tuple]]:
     """Every table's rows, sorted, with the run's own time (`run_at`, `ingested_at`, `quarantined_at`, the
     validation labels) replaced by a marker: two runs differ in nothing else."""
-    run_at = spark.read.format("delta").load(str(warehouse / "bronze" / "pipeline_runs")).first()["run_at"]
+    run_at = read_back.rows(read_back.table_path(warehouse, PIPELINE_RUNS))[0]["run_at"]
     stamp = run_at.replace(tzinfo=timezone.utc).isoformat()
 
     def normal(value):
@@ -194,8 +195,8 @@ def tables(spark, warehouse: Path) -> dict[str, list[tuple]]:
 
     out = {}
     for spec in ALL_TABLES:
-        rows = spark.read.format("delta").load(str(warehouse / spec.schema / spec.table)).collect()
-        out[spec.name] = sorted((tuple(normal(v) for v in r) for r in rows), key=repr)
+        rows = read_back.rows(read_back.table_path(warehouse, spec))
+        out[spec.name] = sorted((tuple(normal(v) for v in r.values()) for r in rows), key=repr)
     assert out[PIPELINE_RUNS.name], "the run recorded no progress"
     return out
 
@@ -295,7 +296,7 @@ def test_the_databricks_path_writes_the_classic_tables_and_never_touches_spark_c
     assert not (warehouse / "_checkpoints" / "_scratch").exists()
     assert not report["jvm_started"]
     assert not (warehouse / "_logs").exists()  # where the local path sends the JVM's output
-    got = tables(spark, warehouse)
+    got = tables(warehouse)
     assert {name: len(rows) for name, rows in got.items()} == {name: len(rows) for name, rows in classic.items()}
     for name in classic:
         assert got[name] == classic[name], name
@@ -331,6 +332,6 @@ def test_the_spark_remote_setting_runs_through_spark_connect_and_a_repeated_run_
         "session": "pyspark.sql.connect.session.SparkSession",
     }
     assert "none changed since the last run" in done.stdout + done.stderr
-    got = tables(spark, warehouse)
+    got = tables(warehouse)
     for name in classic:
         assert got[name] == classic[name], name

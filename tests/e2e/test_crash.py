@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pipelines import cli, faults
 from pipelines.tables import ALL_TABLES, BRONZE_SOURCES, PIPELINE_RUNS, SILVER_DQ_VALIDATIONS
+from tests import read_back
 
 # In the order a run reaches them (bronze inserts its sources in name order; silver reads quorum, partitions, metrics).
 POINTS = (
@@ -72,10 +73,8 @@ def uninterrupted_run(landing: Path, warehouse: Path, *extra: str) -> int:
     return cli.main(["run", "--landing", str(landing), "--warehouse", str(warehouse), *extra])
 
 
-def contents(spark, warehouse: Path, spec) -> list[str]:
-    df = spark.read.format("delta").load(str(warehouse / spec.schema / spec.table))
-    df = df.drop(*[c for c in WHEN if c in df.columns])
-    return sorted(repr(tuple(r)) for r in df.collect())
+def contents(warehouse: Path, spec) -> list[str]:
+    return [repr(row) for row in read_back.tuples(read_back.table_path(warehouse, spec), drop=WHEN)]
 
 
 class Abandoned(BaseException):
@@ -126,7 +125,7 @@ def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark,
     assert uninterrupted_run(zone, crashed) == 0
 
     for spec in COMPARED:
-        assert contents(spark, crashed, spec) == contents(spark, clean, spec), spec.name
+        assert contents(crashed, spec) == contents(clean, spec), spec.name
     # a late file after all that is still ingested, once
     late = zone / "partitions" / "late"
     late.mkdir()
@@ -138,7 +137,7 @@ def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark,
     assert uninterrupted_run(zone, clean) == 0
     assert uninterrupted_run(zone, crashed) == 0
     for spec in COMPARED:
-        assert contents(spark, crashed, spec) == contents(spark, clean, spec), spec.name
+        assert contents(crashed, spec) == contents(clean, spec), spec.name
 
 
 def test_a_file_that_kills_every_run_that_reads_it_costs_that_file_not_every_later_run(
@@ -174,15 +173,14 @@ def test_a_file_that_kills_every_run_that_reads_it_costs_that_file_not_every_lat
     monkeypatch.setattr(faults, "crash", faults.kill)
     assert deaths >= 3  # in its chunk, then alone twice at least
 
-    def rows(warehouse, table, poisoned):
-        df = spark.read.format("delta").load(str(warehouse / "bronze" / table)).drop("ingested_at")
-        df = df.where(df.source_file.endswith(poison.name) == poisoned)
-        return sorted(repr(tuple(r)) for r in df.collect()), df
+    def rows(warehouse, table, poisoned) -> list[dict]:
+        every = read_back.rows(warehouse / "bronze" / table, drop=("ingested_at",))
+        return sorted((r for r in every if r["source_file"].endswith(poison.name) == poisoned), key=repr)
 
     for spec in BRONZE_SOURCES.values():
-        assert rows(left, spec.table, False)[0] == rows(clean, spec.table, False)[0], spec.name
-    _, lost = rows(left, "metrics_raw", True)
-    assert [(r["parse_error"], r["payload"]) for r in lost.collect()] == [
+        assert rows(left, spec.table, False) == rows(clean, spec.table, False), spec.name
+    lost = rows(left, "metrics_raw", True)
+    assert [(r["parse_error"], r["payload"]) for r in lost] == [
         ("not read: 2 runs died ingesting this file alone (out of memory?); a new version is read again", None)
     ]
     # the next run reads nothing again, and is not killed

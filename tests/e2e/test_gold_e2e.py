@@ -9,7 +9,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from pipelines import cli
-from pipelines.tables import GOLD_TABLES
+from pipelines.tables import ALL_TABLES, GOLD_TABLES
+from tests import read_back
 
 GOLD = {spec.table: spec for spec in GOLD_TABLES}
 
@@ -115,6 +116,14 @@ def test_gold_from_the_test_landing_zone(spark, landing, tmp_path, capsys):
         "kip427": "critical",  # under min ISR and offline partitions
     }
 
+    # the end-to-end tests read whole tables back with delta-rs (tests/read_back.py): it reads what Spark reads, in
+    # every table of a run through all layers
+    read = read_back.contents(warehouse, ALL_TABLES)
+    for spec in ALL_TABLES:
+        by_spark = spark.read.format("delta").load(str(read_back.table_path(warehouse, spec))).collect()
+        assert read[spec.name] == sorted(json.dumps(r.asDict(True), default=str) for r in by_spark), spec.name
+    assert all(read[spec.name] for spec in GOLD_TABLES)
+
 
 # --- late data -----------------------------------------------------------------------------------------------------
 
@@ -148,17 +157,17 @@ def describe_quorum_v1(cluster: str, collected: datetime, epoch: int, hw: int) -
     )
 
 
-def gold_contents(spark) -> dict[str, dict[tuple, dict]]:
+def gold_contents(warehouse: Path) -> dict[str, dict[tuple, dict]]:
     """Every gold table as {key: row}."""
     out = {}
     for name, spec in GOLD.items():
-        rows = spark.table(f"gold.{name}").collect()
-        out[name] = {tuple(r[k] for k in spec.key): r.asDict() for r in rows}
+        rows = read_back.rows(read_back.table_path(warehouse, spec))
+        out[name] = {tuple(r[k] for k in spec.key): r for r in rows}
     return out
 
 
-def gold_versions(spark) -> dict[str, int]:
-    return {name: spark.sql(f"DESCRIBE HISTORY gold.{name}").agg({"version": "max"}).first()[0] for name in GOLD}
+def gold_versions(warehouse: Path) -> dict[str, int]:
+    return {name: read_back.version(read_back.table_path(warehouse, spec)) for name, spec in GOLD.items()}
 
 
 def rows_written_since(spark, name: str, version: int) -> tuple[int, int, int]:
@@ -200,7 +209,7 @@ def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_n
     (zone / "quorum" / "later").mkdir()
     (zone / "quorum" / "later" / "kraft-v1.jsonl").write_text(describe_quorum_v1("kraft-v1", at("03:45:00"), 8, 20000))
     run(zone, warehouse, capsys)
-    before, versions = gold_contents(spark), gold_versions(spark)
+    before, versions = gold_contents(warehouse), gold_versions(warehouse)
     status_0345 = before["quorum_status"][("kraft-v1", at("03:45:00"))]
     assert (status_0345["leader_change"], status_0345["hw_last_increase_at"], status_0345["hw_stalled"]) == (
         1,
@@ -229,7 +238,7 @@ def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_n
         + "\n"
     )
     run(zone, warehouse, capsys)
-    after = gold_contents(spark)
+    after = gold_contents(warehouse)
 
     changes = {name: diff(before[name], after[name]) for name in GOLD}
     v1 = "kraft-v1"
@@ -313,12 +322,12 @@ def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_n
         "metadata_offset_divergence": (0, 0, 0),
         "controller_health": (0, 0, 0),
     }
-    assert gold_versions(spark)["metadata_offset_divergence"] == versions["metadata_offset_divergence"]
-    assert gold_versions(spark)["controller_health"] == versions["controller_health"]
+    assert gold_versions(warehouse)["metadata_offset_divergence"] == versions["metadata_offset_divergence"]
+    assert gold_versions(warehouse)["controller_health"] == versions["controller_health"]
 
     # A run with nothing new: same contents, no new commit, no new data file
-    versions, files = gold_versions(spark), data_files(warehouse)
+    versions, files = gold_versions(warehouse), data_files(warehouse)
     run(zone, warehouse, capsys)
-    assert gold_contents(spark) == after
-    assert gold_versions(spark) == versions
+    assert gold_contents(warehouse) == after
+    assert gold_versions(warehouse) == versions
     assert data_files(warehouse) == files

@@ -22,6 +22,7 @@ import pytest
 from bronze.raw import MAX_DECOMPRESSED_BYTES
 from pipelines.run import run_pipeline
 from pipelines.tables import ALL_TABLES, by_name
+from tests import read_back
 
 DATA = Path(__file__).parents[1] / "data" / "landing"
 GOOD_QUORUM = json.loads((DATA / "quorum" / "date=2024-10-27" / "describe-quorum.jsonl").read_text().splitlines()[1])
@@ -199,25 +200,21 @@ def _relative(source_file: str, root: Path) -> str:
     return str(Path(path).relative_to(root.resolve())) if path.startswith(str(root.resolve())) else path
 
 
-def _contents(spark, lakehouse) -> dict[str, list[str]]:
-    out = {}
-    for spec in ALL_TABLES:
-        rows = spark.read.format("delta").load(lakehouse.table_path(spec)).collect()
-        out[spec.name] = sorted(json.dumps(r.asDict(True), default=str, sort_keys=True) for r in rows)
-    return out
+def _contents(lakehouse) -> dict[str, list[str]]:
+    return read_back.contents(Path(lakehouse.config.warehouse), ALL_TABLES)
 
 
 def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, hostile_zone, make_lakehouse):
     lakehouse = make_lakehouse(hostile_zone)
     run_pipeline(lakehouse)
-    first = _contents(spark, lakehouse)
+    first = _contents(lakehouse)
 
-    def table(name):
-        return spark.read.format("delta").load(lakehouse.table_path(by_name(name)))
+    def table(name) -> list[dict]:
+        return read_back.rows(lakehouse.table_path(by_name(name)))
 
     bronze = {}
     for name in ("bronze.quorum_raw", "bronze.metrics_raw", "bronze.partitions_raw"):
-        for r in table(name).collect():
+        for r in table(name):
             bronze[r["record_id"]] = r
     where = {rid: (_relative(r["source_file"], hostile_zone), r["line_number"]) for rid, r in bronze.items()}
 
@@ -227,11 +224,11 @@ def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, ho
 
     # silver: every readable record is in a silver table or quarantined with a reason; nothing vanished
     in_silver: set[str] = set()
-    for r in table("silver.quorum_snapshots").select("record_ids").collect():
+    for r in table("silver.quorum_snapshots"):
         in_silver |= set(r["record_ids"])
     for name in ("silver.replica_states", "silver.partition_states", "silver.node_metrics"):
-        in_silver |= {r["record_id"] for r in table(name).select("record_id").collect()}
-    quarantine = table("silver.quarantine").collect()
+        in_silver |= {r["record_id"] for r in table(name)}
+    quarantine = table("silver.quarantine")
     assert all(q["failed_rules"] and q["reason"] and q["record"] for q in quarantine)
     quarantined: dict[str, list] = {}
     for q in quarantine:
@@ -273,19 +270,19 @@ def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, ho
     }
     assert good and good <= in_silver
     for name, clusters in GOOD_AMONG_POISON.items():
-        assert clusters <= {r["cluster_id"] for r in table(f"silver.{name}").collect()}, name
-    in_gold = {r["cluster_id"] for r in table("gold.quorum_status").collect()}
+        assert clusters <= {r["cluster_id"] for r in table(f"silver.{name}")}, name
+    in_gold = {r["cluster_id"] for r in table("gold.quorum_status")}
     assert {"h-good", "h-bom", "h-utf8-a", "h-utf8-b"} <= in_gold
 
     # a second run over the same zone changes nothing
     run_pipeline(lakehouse)
-    assert _contents(spark, lakehouse) == first
+    assert _contents(lakehouse) == first
 
     # a later good file is still ingested, through every layer
     (hostile_zone / "quorum" / "later.jsonl").write_text(_line(_quorum("h-late")) + "\n")
     run_pipeline(lakehouse)
-    assert "h-late" in {r["cluster_id"] for r in table("silver.quorum_snapshots").collect()}
-    assert "h-late" in {r["cluster_id"] for r in table("gold.quorum_status").collect()}
+    assert "h-late" in {r["cluster_id"] for r in table("silver.quorum_snapshots")}
+    assert "h-late" in {r["cluster_id"] for r in table("gold.quorum_status")}
 
 
 # --- file-system-level hostility: owned by the new landing-file listing (orchestration) ---------------------------
@@ -299,8 +296,8 @@ def small_zone(tmp_path) -> Path:
     return root
 
 
-def _table(spark, lakehouse, name: str) -> list:
-    return spark.read.format("delta").load(lakehouse.table_path(by_name(name))).collect()
+def _table(spark, lakehouse, name: str) -> list[dict]:
+    return read_back.rows(lakehouse.table_path(by_name(name)))
 
 
 def _silver_clusters(spark, lakehouse) -> set[str]:

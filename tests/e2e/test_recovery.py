@@ -13,6 +13,7 @@ from pathlib import Path
 from pipelines import cli
 from pipelines.io import Lakehouse
 from pipelines.tables import GOLD_QUORUM_HEALTH, GOLD_TABLES, SILVER_QUARANTINE, SILVER_QUORUM_SNAPSHOTS
+from tests import read_back
 from tests.e2e.test_crash import killed_in_process
 
 SILVER_AND_GOLD = (
@@ -24,10 +25,9 @@ SILVER_AND_GOLD = (
 )
 
 
-def contents(spark, warehouse: Path, name: str, drop: tuple[str, ...] = ()) -> list[tuple]:
+def contents(warehouse: Path, name: str, drop: tuple[str, ...] = ()) -> list[tuple]:
     schema, table = name.split(".")
-    df = spark.read.format("delta").load(str(warehouse / schema / table)).drop(*drop)
-    return sorted((tuple(r) for r in df.collect()), key=repr)
+    return read_back.tuples(warehouse / schema / table, drop)
 
 
 def run(zone: Path, warehouse: Path, capsys, *extra: str) -> None:
@@ -77,14 +77,14 @@ def test_full_refresh_rebuilds_silver_and_gold_to_the_same_contents(spark, landi
     warehouse = tmp_path / "wh"
     run(zone, warehouse, capsys)
     quarantine_cols = ("quarantined_at",)
-    before = {name: contents(spark, warehouse, name) for name in SILVER_AND_GOLD}
-    quarantine = contents(spark, warehouse, SILVER_QUARANTINE.name, quarantine_cols)
-    bronze = contents(spark, warehouse, "bronze.quorum_raw")
+    before = {name: contents(warehouse, name) for name in SILVER_AND_GOLD}
+    quarantine = contents(warehouse, SILVER_QUARANTINE.name, quarantine_cols)
+    bronze = contents(warehouse, "bronze.quorum_raw")
 
     run(zone, warehouse, capsys, "--full-refresh", "--layers", "silver,gold")
-    assert {name: contents(spark, warehouse, name) for name in SILVER_AND_GOLD} == before
-    assert contents(spark, warehouse, SILVER_QUARANTINE.name, quarantine_cols) == quarantine
-    assert contents(spark, warehouse, "bronze.quorum_raw") == bronze  # bronze untouched
+    assert {name: contents(warehouse, name) for name in SILVER_AND_GOLD} == before
+    assert contents(warehouse, SILVER_QUARANTINE.name, quarantine_cols) == quarantine
+    assert contents(warehouse, "bronze.quorum_raw") == bronze  # bronze untouched
     history = spark.sql(f"DESCRIBE HISTORY delta.`{warehouse / 'silver' / 'quorum_snapshots'}`").collect()
     assert "DELETE" in {r["operation"] for r in history}  # emptied, then rebuilt, with the history kept
 
@@ -145,7 +145,7 @@ def test_a_backlog_taken_in_many_small_batches_ends_in_the_tables_of_one_batch(
 
     when = ("ingested_at", "quarantined_at", "run_at")  # when each run happened: the two runs differ in that alone
     for name in (*SILVER_AND_GOLD, SILVER_QUARANTINE.name):
-        assert contents(spark, small, name, when) == contents(spark, whole, name, when), name
+        assert contents(small, name, when) == contents(whole, name, when), name
 
     def writes(warehouse: Path, name: str) -> int:
         schema, table = name.split(".")

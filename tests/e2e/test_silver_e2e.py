@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from pipelines import cli
+from pipelines.tables import BRONZE_SOURCES, by_name
+from tests import read_back
 
 SILVER = ("quorum_snapshots", "replica_states", "partition_states", "node_metrics", "quarantine")
 DATA = Path(__file__).parents[1] / "data" / "landing"
@@ -93,15 +95,10 @@ def table(spark, warehouse: Path, schema: str, name: str):
     return spark.read.format("delta").load(str(warehouse / schema / name))
 
 
-def contents(spark, warehouse: Path) -> dict[str, list]:
+def contents(warehouse: Path) -> dict[str, list]:
     """Every row of every silver table (and bronze), in a stable order."""
-    out = {}
-    for schema, names in (("silver", SILVER), ("bronze", ("quorum_raw", "metrics_raw", "partitions_raw"))):
-        for name in names:
-            df = table(spark, warehouse, schema, name)
-            # as JSON text: NaN values compare equal there, not in Row objects
-            out[f"{schema}.{name}"] = sorted(json.dumps(r.asDict(True), default=str) for r in df.collect())
-    return out
+    names = [f"silver.{name}" for name in SILVER] + [spec.name for spec in BRONZE_SOURCES.values()]
+    return read_back.contents(warehouse, [by_name(name) for name in names])
 
 
 @pytest.fixture
@@ -235,9 +232,9 @@ def test_every_bronze_record_is_in_silver_or_quarantined_and_reruns_change_nothi
     assert silver("replica_states").where("cluster_id = 'x-rule'").collect() == []
 
     # A second run over the same landing zone changes nothing.
-    before = contents(spark, warehouse)
+    before = contents(warehouse)
     run(zone, warehouse, capsys)
-    assert contents(spark, warehouse) == before
+    assert contents(warehouse) == before
 
 
 def test_a_late_status_capture_completes_an_earlier_replication_capture(spark, landing, tmp_path, capsys):
