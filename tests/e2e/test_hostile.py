@@ -210,7 +210,7 @@ def test_hostile_landing_zone_runs_twice_and_accounts_for_every_record(spark, ho
     first = _contents(lakehouse)
 
     def table(name) -> list[dict]:
-        return read_back.rows(lakehouse.table_path(by_name(name)))
+        return _table(lakehouse, name)
 
     bronze = {}
     for name in ("bronze.quorum_raw", "bronze.metrics_raw", "bronze.partitions_raw"):
@@ -296,16 +296,16 @@ def small_zone(tmp_path) -> Path:
     return root
 
 
-def _table(spark, lakehouse, name: str) -> list[dict]:
+def _table(lakehouse, name: str) -> list[dict]:
     return read_back.rows(lakehouse.table_path(by_name(name)))
 
 
-def _silver_clusters(spark, lakehouse) -> set[str]:
-    return {r["cluster_id"] for r in _table(spark, lakehouse, "silver.quorum_snapshots")}
+def _silver_clusters(lakehouse) -> set[str]:
+    return {r["cluster_id"] for r in _table(lakehouse, "silver.quorum_snapshots")}
 
 
-def _bronze_rows(spark, lakehouse) -> list:
-    return _table(spark, lakehouse, "bronze.quorum_raw")
+def _bronze_rows(lakehouse) -> list:
+    return _table(lakehouse, "bronze.quorum_raw")
 
 
 @pytest.fixture(scope="module")
@@ -360,24 +360,24 @@ def fs_run(spark, tmp_path_factory):
 
 def test_a_dangling_symlink_is_a_parse_error_and_the_run_goes_on(spark, fs_run):
     lakehouse, _ = fs_run
-    assert "fs-good" in _silver_clusters(spark, lakehouse)
-    dangling = [r for r in _bronze_rows(spark, lakehouse) if r["source_file"].endswith("/dangling.jsonl")]
+    assert "fs-good" in _silver_clusters(lakehouse)
+    dangling = [r for r in _bronze_rows(lakehouse) if r["source_file"].endswith("/dangling.jsonl")]
     assert len(dangling) == 1 and dangling[0]["parse_error"]
 
 
 def test_a_symlink_out_of_the_landing_root_is_not_followed(spark, fs_run):
     lakehouse, _ = fs_run
-    clusters = _silver_clusters(spark, lakehouse)
+    clusters = _silver_clusters(lakehouse)
     assert "fs-good" in clusters and "fs-secret" not in clusters
-    assert all("fs-secret" not in (r["payload"] or "") for r in _bronze_rows(spark, lakehouse))
+    assert all("fs-secret" not in (r["payload"] or "") for r in _bronze_rows(lakehouse))
 
 
 def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(spark, fs_run):
     lakehouse, victims = fs_run
-    assert {"fs-good", *(f"fs-victim-{i}" for i in range(5))} <= _silver_clusters(spark, lakehouse)
+    assert {"fs-good", *(f"fs-victim-{i}" for i in range(5))} <= _silver_clusters(lakehouse)
     vanished = {
         r["source_file"].rsplit("/", 1)[1]: r["parse_error"]
-        for r in _bronze_rows(spark, lakehouse)
+        for r in _bronze_rows(lakehouse)
         if r["source_file"].rsplit("/", 1)[1] in {v.name for v in victims[5:]}
     }
     assert vanished == {v.name: "file disappeared between listing and reading" for v in victims[5:]}
@@ -385,10 +385,10 @@ def test_a_file_vanishing_between_listing_and_reading_does_not_stop_the_run(spar
 
 def test_a_file_larger_than_the_configured_limit_is_a_parse_error(spark, fs_run):
     lakehouse, _ = fs_run
-    rows = [r for r in _bronze_rows(spark, lakehouse) if r["source_file"].endswith("/big.jsonl")]
+    rows = [r for r in _bronze_rows(lakehouse) if r["source_file"].endswith("/big.jsonl")]
     assert len(rows) == 1 and "larger than" in rows[0]["parse_error"]
-    assert "fs-good" in _silver_clusters(spark, lakehouse)
-    assert "fs-big" not in _silver_clusters(spark, lakehouse)
+    assert "fs-good" in _silver_clusters(lakehouse)
+    assert "fs-big" not in _silver_clusters(lakehouse)
 
 
 # --- failures no parser foresaw (injected with the `fail_on` testing hook) ------------------------------------------
@@ -399,21 +399,19 @@ def test_a_file_whose_ingestion_fails_costs_that_file_not_the_run(spark, small_z
     (small_zone / "quorum" / "other.jsonl").write_text(_line(_quorum("fs-other")) + "\n")
     run_pipeline(make_lakehouse(small_zone, fail_on="file:poison"), layers=("bronze", "silver"))
 
-    assert _silver_clusters(spark, make_lakehouse(small_zone)) == {"fs-good", "fs-other"}
-    poison = [r for r in _bronze_rows(spark, make_lakehouse(small_zone)) if r["source_file"].endswith("/poison.jsonl")]
+    assert _silver_clusters(make_lakehouse(small_zone)) == {"fs-good", "fs-other"}
+    poison = [r for r in _bronze_rows(make_lakehouse(small_zone)) if r["source_file"].endswith("/poison.jsonl")]
     assert [(r["cluster_id"], r["parse_error"]) for r in poison] == [
         (None, "could not be ingested: InjectedFailure: injected failure at file:poison (fail_on)")
     ]
     quarantined = [
-        r
-        for r in _table(spark, make_lakehouse(small_zone), "silver.quarantine")
-        if r["source_file"].endswith("/poison.jsonl")
+        r for r in _table(make_lakehouse(small_zone), "silver.quarantine") if r["source_file"].endswith("/poison.jsonl")
     ]
     assert [r["failed_rules"] for r in quarantined] == [["record_readable"]]
     # the file is recorded as ingested: the next run (the failure gone or not) does not retry it forever
     lakehouse = make_lakehouse(small_zone)
     run_pipeline(lakehouse, layers=("bronze", "silver"))
-    assert len(_bronze_rows(spark, lakehouse)) == 3
+    assert len(_bronze_rows(lakehouse)) == 3
 
 
 def test_a_silver_batch_that_fails_twice_is_quarantined_and_later_runs_go_on(spark, small_zone, make_lakehouse):
@@ -421,10 +419,10 @@ def test_a_silver_batch_that_fails_twice_is_quarantined_and_later_runs_go_on(spa
     run_pipeline(make_lakehouse(small_zone, fail_on="silver:bronze.quorum_raw"), layers=("bronze", "silver"))
 
     lakehouse = make_lakehouse(small_zone)
-    assert _silver_clusters(spark, lakehouse) == set()
+    assert _silver_clusters(lakehouse) == set()
     quarantined = sorted(
         (r["target_table"], r["failed_rules"], r["reason"], json.loads(r["record"])["cluster_id"])
-        for r in _table(spark, lakehouse, "silver.quarantine")
+        for r in _table(lakehouse, "silver.quarantine")
     )
     reason = "the batch could not be processed: InjectedFailure: injected failure at silver:bronze.quorum_raw (fail_on)"
     assert quarantined == [
@@ -433,5 +431,5 @@ def test_a_silver_batch_that_fails_twice_is_quarantined_and_later_runs_go_on(spa
     # silver moved past the batch: a run without the failure neither replays it nor loses the next file
     (small_zone / "quorum" / "later.jsonl").write_text(_line(_quorum("fs-later")) + "\n")
     run_pipeline(lakehouse, layers=("bronze", "silver"))
-    assert _silver_clusters(spark, lakehouse) == {"fs-later"}
-    assert len(_table(spark, lakehouse, "silver.quarantine")) == 2
+    assert _silver_clusters(lakehouse) == {"fs-later"}
+    assert len(_table(lakehouse, "silver.quarantine")) == 2

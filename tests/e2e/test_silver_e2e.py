@@ -97,8 +97,7 @@ def table(spark, warehouse: Path, schema: str, name: str):
 
 def contents(warehouse: Path) -> dict[str, list]:
     """Every row of every silver table (and bronze), in a stable order."""
-    names = [f"silver.{name}" for name in SILVER] + [spec.name for spec in BRONZE_SOURCES.values()]
-    return read_back.contents(warehouse, [by_name(name) for name in names])
+    return read_back.contents(warehouse, [*(by_name(f"silver.{name}") for name in SILVER), *BRONZE_SOURCES.values()])
 
 
 @pytest.fixture
