@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from chispa import assert_df_equality
 
 from bronze.raw import BINARY_FILE_SCHEMA, PIECE_SCHEMA, RAW_COLUMNS, build_raw_records, gunzip, line_pieces
+from tests.frames import assert_frames_equal
 
 RUN_AT = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone.utc)
 MTIME = datetime(2026, 11, 21, 11, 0, 0)
@@ -68,7 +68,7 @@ def test_json_lines_become_one_row_per_line_with_envelope_fields(spark):
         ],
         EXPECTED_SCHEMA,
     )
-    assert_df_equality(out, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(out, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 @pytest.mark.parametrize(
@@ -149,7 +149,7 @@ def test_whole_file_captures_take_cluster_and_time_from_the_path(spark):
         ],
         EXPECTED_SCHEMA,
     )
-    assert_df_equality(out, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(out, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 @pytest.mark.parametrize(
@@ -215,7 +215,7 @@ def test_metrics_formats(spark):
         ],
         "format STRING, cluster_id STRING, node_id INT, collected_at TIMESTAMP, line_number INT, parse_error STRING",
     )
-    assert_df_equality(out, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(out, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_partition_json_checks_every_field(spark):
@@ -331,7 +331,7 @@ def test_integers_beyond_32_bits_are_parse_errors(spark):
         ],
         "format STRING, node_id INT, parse_error STRING",
     )
-    assert_df_equality(out, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(out, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_empty_mbean_or_attribute_is_a_parse_error(spark):
@@ -375,7 +375,7 @@ def test_a_bom_at_the_start_of_a_json_lines_file_is_not_part_of_the_record(spark
         ],
         "source_file STRING, line_number INT, payload STRING, parse_error STRING",
     )
-    assert_df_equality(out, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(out, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_one_invalid_byte_costs_only_its_line(spark):
@@ -492,4 +492,4 @@ def test_a_file_in_pieces_gives_exactly_the_records_of_the_whole_file(spark, gz)
     whole = records(spark, "quorum", (path, content))
     pieces = build_raw_records(_pieces_frame(spark, path, content, data, len(QUORUM_OK) + 4), "quorum", RUN_AT)
     assert whole.count() == len(lines)
-    assert_df_equality(pieces, whole, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(pieces, whole, ignore_row_order=True, ignore_nullable=True)

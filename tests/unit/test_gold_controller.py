@@ -13,11 +13,10 @@ import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from chispa import assert_df_equality
-
 from gold.controller import CONTROLLER_HEALTH_COLUMNS, build_controller_health
 from pipelines.tables import GOLD_CONTROLLER_HEALTH
 from silver.metrics import build_node_metrics
+from tests.frames import assert_frames_equal
 
 METRICS = (
     "cluster_id STRING, node_id INT, scraped_at TIMESTAMP, metric STRING, value DOUBLE, node_role STRING, state STRING"
@@ -94,7 +93,7 @@ def row(
 
 def check(actual, rows):
     expected = actual.sparkSession.createDataFrame(rows, HEALTH)
-    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_the_output_has_the_registry_columns():

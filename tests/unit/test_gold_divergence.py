@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from chispa import assert_df_equality
-
 from gold.divergence import build_metadata_offset_divergence
+from tests.frames import assert_frames_equal
 
 METRICS = "cluster_id STRING, node_id INT, scraped_at TIMESTAMP, metric STRING, value DOUBLE, node_role STRING"
 DIVERGENCE = (
@@ -73,7 +72,7 @@ def test_each_scrape_pairs_with_the_nearest_active_controller_scrape_within_the_
         ],
         DIVERGENCE,
     )
-    assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_controllers_and_combined_nodes_use_their_own_metrics(spark):
@@ -100,7 +99,7 @@ def test_controllers_and_combined_nodes_use_their_own_metrics(spark):
         ],
         DIVERGENCE,
     )
-    assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_without_any_active_controller_scrape_every_row_is_kept_with_unknown_divergence(spark):
@@ -118,7 +117,7 @@ def test_without_any_active_controller_scrape_every_row_is_kept_with_unknown_div
         ],
         DIVERGENCE,
     )
-    assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_values_beyond_bigint_are_unknown_not_a_failed_batch(spark):
@@ -136,7 +135,7 @@ def test_values_beyond_bigint_are_unknown_not_a_failed_batch(spark):
         ],
         DIVERGENCE,
     )
-    assert_df_equality(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(divergence(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_pairing_matches_a_brute_force_search_across_many_scrapes(spark):

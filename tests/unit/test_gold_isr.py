@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from chispa import assert_df_equality
 
 from gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
+from tests.frames import assert_frames_equal
 
 FLAGS = "is_offline BOOLEAN, is_under_min_isr BOOLEAN, is_at_min_isr BOOLEAN, is_under_replicated BOOLEAN"
 HEALTH_IN = f"cluster_id STRING, collected_at TIMESTAMP, {FLAGS}"
@@ -115,7 +115,7 @@ def test_isr_health_counts_flags_not_status(spark):
         ],
         f"cluster_id STRING, collected_at TIMESTAMP, {COUNTS}",
     )
-    assert_df_equality(build_isr_health(by_topic.drop("topic")), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(build_isr_health(by_topic.drop("topic")), expected, ignore_row_order=True, ignore_nullable=True)
 
     expected_by_topic = spark.createDataFrame(
         [
@@ -127,7 +127,7 @@ def test_isr_health_counts_flags_not_status(spark):
         ],
         f"cluster_id STRING, collected_at TIMESTAMP, topic STRING, {COUNTS}",
     )
-    assert_df_equality(
+    assert_frames_equal(
         build_isr_health_by_topic(by_topic), expected_by_topic, ignore_row_order=True, ignore_nullable=True
     )
 
@@ -178,7 +178,7 @@ def test_kip427_examples_step_by_step(spark, steps):
         ],
         EPISODES,
     )
-    assert_df_equality(episodes(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(episodes(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_an_episode_ends_at_the_first_snapshot_neither_at_min_nor_worse(spark):
@@ -196,7 +196,7 @@ def test_an_episode_ends_at_the_first_snapshot_neither_at_min_nor_worse(spark):
         ],
         EPISODES,
     )
-    assert_df_equality(episodes(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(episodes(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_going_straight_to_under_min_isr_or_offline_starts_no_episode(spark):
@@ -221,7 +221,7 @@ def test_going_straight_to_under_min_isr_or_offline_starts_no_episode(spark):
         ],
         EPISODES,
     )
-    assert_df_equality(episodes(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(episodes(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 FLAPPING = [state("flappy", m, isr) for m, isr in enumerate([3, 2, 3, 2, 3, 2])]
@@ -236,7 +236,7 @@ def test_a_flapping_partition_gives_several_episodes_and_counts_bounces(spark):
         ],
         EPISODES,
     )
-    assert_df_equality(episodes(spark, FLAPPING), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(episodes(spark, FLAPPING), expected, ignore_row_order=True, ignore_nullable=True)
 
     # a 2-minute flap window reaches back exactly 2 minutes (inclusive), not 4
     narrow = spark.createDataFrame(
@@ -247,7 +247,7 @@ def test_a_flapping_partition_gives_several_episodes_and_counts_bounces(spark):
         ],
         EPISODES,
     )
-    assert_df_equality(
+    assert_frames_equal(
         episodes(spark, FLAPPING, flap_window_minutes=2), narrow, ignore_row_order=True, ignore_nullable=True
     )
 
@@ -269,6 +269,6 @@ def test_bounces_count_earlier_starts_already_known(spark):
         EPISODES,
     )
     # the earlier starts are context only: they are not returned as rows
-    assert_df_equality(
+    assert_frames_equal(
         episodes(spark, FLAPPING, earlier=earlier), expected, ignore_row_order=True, ignore_nullable=True
     )

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from chispa import assert_df_equality
-
 from gold.quorum import QUORUM_STATUS_COLUMNS, build_quorum_health, build_quorum_status, follower_lag
+from tests.frames import assert_frames_equal
 
 SLO_MS = 2000
 STALL_MS = 5000
@@ -137,7 +136,7 @@ def test_follower_lag_prints_what_describe_status_prints_for_the_reference_scena
         ],
         LAGS,
     )
-    assert_df_equality(
+    assert_frames_equal(
         follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
         expected,
         ignore_row_order=True,
@@ -163,7 +162,7 @@ def test_all_caught_up_with_the_leader_listed_last_picks_the_first_voter(spark):
         ],
         LAGS,
     )
-    assert_df_equality(
+    assert_frames_equal(
         follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
         expected,
         ignore_row_order=True,
@@ -189,7 +188,7 @@ def test_the_leader_itself_as_max_lag_follower_gives_time_zero(spark):
         ],
         LAGS,
     )
-    assert_df_equality(
+    assert_frames_equal(
         follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
         expected,
         ignore_row_order=True,
@@ -204,7 +203,7 @@ def test_a_voter_with_unknown_log_end_offset_lags_leader_leo_plus_one_with_unkno
         voter("c", COLLECTED, 3002, 2, 18542, LEADER_NOW, leader=True),
     ]
     expected = spark.createDataFrame([("c", COLLECTED, 18543, -1, 2)], LAGS)
-    assert_df_equality(
+    assert_frames_equal(
         follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
         expected,
         ignore_row_order=True,
@@ -221,7 +220,7 @@ def test_observers_are_never_considered(spark):
         observer("c", COLLECTED, 1, 1, 500, at("03:33:20.490")),  # caught up, but not a voter
     ]
     expected = spark.createDataFrame([("c", COLLECTED, 0, 0, 3)], LAGS)
-    assert_df_equality(
+    assert_frames_equal(
         follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
         expected,
         ignore_row_order=True,
@@ -263,7 +262,7 @@ def test_status_rows_carry_the_snapshot_lag_voters_within_slo_and_goodness(spark
     )
     actual = status(spark, snapshots, replicas)
     assert actual.columns == QUORUM_STATUS_COLUMNS
-    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_leader_change_counts_epoch_increases_between_consecutive_snapshots_that_both_know_it(spark):
@@ -289,7 +288,7 @@ def test_leader_change_counts_epoch_increases_between_consecutive_snapshots_that
         "cluster_id STRING, collected_at TIMESTAMP, leader_epoch INT, leader_change INT",
     )
     actual = status(spark, snapshots, []).select("cluster_id", "collected_at", "leader_epoch", "leader_change")
-    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_high_watermark_last_increase_and_stall(spark):
@@ -325,7 +324,7 @@ def test_high_watermark_last_increase_and_stall(spark):
     actual = status(spark, snapshots, []).select(
         "cluster_id", "collected_at", "high_watermark", "hw_last_increase_at", "hw_stalled"
     )
-    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_the_seed_carries_the_previous_epoch_and_the_last_increase_across_a_recompute_boundary(spark):
@@ -356,7 +355,7 @@ def test_the_seed_carries_the_previous_epoch_and_the_last_increase_across_a_reco
         "cluster_id", "collected_at", "leader_change", "hw_last_increase_at", "hw_stalled"
     )
     # the seed rows themselves are not output
-    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 # --- build_quorum_health -----------------------------------------------------------------------------------------
@@ -383,7 +382,7 @@ def test_quorum_health_aggregates_each_window(spark):
         HEALTH,
     )
     actual = build_quorum_health(spark.createDataFrame(rows, HEALTH_IN), 5)
-    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_a_leader_change_across_a_window_start_counts_in_the_later_window(spark):
@@ -401,7 +400,7 @@ def test_a_leader_change_across_a_window_start_counts_in_the_later_window(spark)
         HEALTH,
     )
     actual = build_quorum_health(status(spark, snapshots, []), 5)
-    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_windows_are_epoch_aligned_for_5_and_1_minute_settings(spark):
@@ -417,7 +416,7 @@ def test_windows_are_epoch_aligned_for_5_and_1_minute_settings(spark):
     )
 
     five = build_quorum_health(status(spark, snapshots, [], window_minutes=5), 5).select(*cols)
-    assert_df_equality(
+    assert_frames_equal(
         five,
         spark.createDataFrame(
             [
@@ -431,7 +430,7 @@ def test_windows_are_epoch_aligned_for_5_and_1_minute_settings(spark):
     )
 
     one = build_quorum_health(status(spark, snapshots, [], window_minutes=1), 1).select(*cols)
-    assert_df_equality(
+    assert_frames_equal(
         one,
         spark.createDataFrame(
             [

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from chispa import assert_df_equality
-
 from gold.replicas import build_replica_lag_sli
+from tests.frames import assert_frames_equal
 
 REPLICAS = (
     "cluster_id STRING, replica_id INT, is_voter BOOLEAN, collected_at TIMESTAMP, offset_lag BIGINT, "
@@ -48,7 +47,7 @@ def test_nearest_rank_percentiles_maxima_and_sli_ignore_unknown_values(spark):
         ],
         SLI,
     )
-    assert_df_equality(sli(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(sli(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_the_slo_boundary_is_good_and_every_unknown_window_has_no_percentiles(spark):
@@ -67,7 +66,7 @@ def test_the_slo_boundary_is_good_and_every_unknown_window_has_no_percentiles(sp
         ],
         SLI,
     )
-    assert_df_equality(sli(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(sli(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_one_row_per_replica_role_and_epoch_aligned_window(spark):
@@ -87,7 +86,7 @@ def test_one_row_per_replica_role_and_epoch_aligned_window(spark):
         ],
         SLI,
     )
-    assert_df_equality(sli(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(sli(spark, rows), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_one_minute_windows(spark):
@@ -104,4 +103,4 @@ def test_one_minute_windows(spark):
         ],
         SLI,
     )
-    assert_df_equality(sli(spark, rows, window_minutes=1), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(sli(spark, rows, window_minutes=1), expected, ignore_row_order=True, ignore_nullable=True)

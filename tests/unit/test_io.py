@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from pipelines.io import PARQUET_TO_LANDING, Bounds, Lakehouse
 from pipelines.tables import BRONZE_QUORUM_RAW
+from tests.frames import assert_frames_equal
 
 T0 = datetime(2024, 10, 27, 3, 33, 20, tzinfo=timezone.utc)
 
@@ -38,7 +38,7 @@ def test_insert_new_twice_adds_a_row_without_a_cluster_once(spark, make_lakehous
     rows = _raw(spark, [("a", "c1"), ("b", None)])
     for _ in range(2):  # a file read again after a crash
         lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at", or_null=True))
-    assert_df_equality(
+    assert_frames_equal(
         lakehouse.read(BRONZE_QUORUM_RAW), rows, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True
     )
 
@@ -174,7 +174,7 @@ def test_new_keys_after_a_history_are_appended_and_a_repeat_adds_nothing(spark, 
     for rows in (batch, history):  # a file read twice, an old file again: MERGEs that find every key there
         lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at"))
     assert lakehouse.version(BRONZE_QUORUM_RAW) == version
-    assert_df_equality(
+    assert_frames_equal(
         lakehouse.read(BRONZE_QUORUM_RAW),
         history.union(batch),
         ignore_row_order=True,
@@ -196,7 +196,7 @@ def test_replace_scope_fills_an_empty_table_by_one_append_then_merges_only_what_
     history = spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
     assert [r["operation"] for r in history[1:]] == ["WRITE", "MERGE"]
     assert int(history[-1]["operationMetrics"]["numTargetRowsDeleted"]) == 1  # b left c1's scope; c2 untouched
-    assert_df_equality(
+    assert_frames_equal(
         lakehouse.read(BRONZE_QUORUM_RAW),
         _raw(spark, [("a", "c1"), ("c", "c2")]),
         ignore_row_order=True,
@@ -224,7 +224,7 @@ def test_replace_scope_appends_rows_of_new_keys_and_merges_once_a_row_held_chang
     last = history[4]["operationMetrics"]  # b goes and d is new: not an append, or b would stay
     assert (int(last["numTargetRowsDeleted"]), int(last["numTargetRowsInserted"])) == (1, 1)
     expected = changed.where("record_id = 'a'").union(_raw(spark, [("d", "c1")]))
-    assert_df_equality(
+    assert_frames_equal(
         lakehouse.read(BRONZE_QUORUM_RAW), expected, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True
     )
 
@@ -356,7 +356,7 @@ def test_staged_rows_come_back_whole_in_parquet_files_of_bounded_size_and_are_re
     expected = spark.createDataFrame(
         [(f"/l/{i}.jsonl", b"x" * n if n else None, T0) for i, n in enumerate(sizes)], schema
     )
-    assert_df_equality(staged, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(staged, expected, ignore_row_order=True, ignore_nullable=True)
     # row weights (path + content bytes) 15 50 10 17 100 13 13: files of at most 60 bytes, a larger row alone
     parts = sorted(Path(lakehouse.staging("t")).glob("*.parquet"))
     assert [pq.read_table(p).num_rows for p in parts] == [1, 2, 1, 1, 2]
@@ -371,7 +371,7 @@ def test_a_classic_session_materializes_by_caching_and_leaves_no_scratch(spark, 
     kept = lakehouse.materialized(df)
     try:
         assert kept.is_cached
-        assert_df_equality(kept, df)
+        assert_frames_equal(kept, df)
         lakehouse.drop_scratch()
         assert not Path(lakehouse.scratch()).exists()
     finally:

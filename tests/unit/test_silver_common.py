@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from silver.common import parsed_once
+from tests.frames import assert_frames_equal
 
 
 def _copies(df, text: str) -> int:
@@ -30,7 +30,7 @@ def test_an_expensive_column_used_by_several_filters_is_computed_once(spark):
     # what Spark's optimizer does without the barrier: the parse is copied into each filter and projection
     assert _copies(inlined, "from_json(") > 2
     assert _copies(once, "from_json(") == 2  # once per branch of the union: each branch reads its input once
-    assert_df_equality(once, inlined, ignore_row_order=True)
+    assert_frames_equal(once, inlined, ignore_row_order=True)
     assert sorted(once.collect()) == [("r1", 1), ("r2", 1), ("r3", None)]
 
 

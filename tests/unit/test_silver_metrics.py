@@ -11,9 +11,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from chispa import assert_df_equality
 
 from silver.metrics import build_node_metrics
+from tests.frames import assert_frames_equal
 
 BRONZE = (
     "record_id STRING, format STRING, cluster_id STRING, node_id INT, collected_at TIMESTAMP, payload STRING, "
@@ -89,7 +89,7 @@ def _drop_cached(spark):
 
 def check(actual, columns: list[str], schema: str, rows: list[tuple]) -> None:
     expected = actual.sparkSession.createDataFrame(rows, schema)
-    assert_df_equality(
+    assert_frames_equal(
         actual.select(*columns), expected, ignore_row_order=True, ignore_nullable=True, allow_nan_equality=True
     )
 

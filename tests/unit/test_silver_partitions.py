@@ -7,9 +7,9 @@ import json
 from datetime import datetime, timezone
 
 import pytest
-from chispa import assert_df_equality
 
 from silver.partitions import build_partition_states, topics_capture
+from tests.frames import assert_frames_equal
 
 BRONZE = (
     "record_id STRING, format STRING, cluster_id STRING, collected_at TIMESTAMP, payload STRING, source_file STRING, "
@@ -116,7 +116,7 @@ def _drop_cached(spark):
 
 def check(actual, columns: list[str], schema: str, rows: list[tuple]) -> None:
     expected = actual.sparkSession.createDataFrame(rows, schema)
-    assert_df_equality(actual.select(*columns), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual.select(*columns), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def flags(topic, step, leader, isr, min_isr, rf, offline, under_min, at_min, under_replicated, status, partition=0):

@@ -9,7 +9,7 @@ import json
 from datetime import datetime, timezone
 
 import pytest
-from chispa import assert_df_equality
+from tests.frames import assert_frames_equal
 
 from silver.quorum import cli_snapshot
 from silver.quorum import build_quorum_snapshots as build
@@ -205,7 +205,7 @@ def _drop_cached(spark):
 
 def check(actual, columns: list[str], schema: str, rows: list[tuple]) -> None:
     expected = actual.sparkSession.createDataFrame(rows, schema)
-    assert_df_equality(actual.select(*columns), expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual.select(*columns), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def snapshot(
