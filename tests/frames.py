@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from chispa.rows_comparer import assert_basic_rows_equality
+from chispa.row_comparer import are_rows_equal_enhanced
+from chispa.rows_comparer import assert_basic_rows_equality, assert_generic_rows_equality
 from chispa.schema_comparer import assert_schema_equality
 from pyspark.sql import DataFrame
 
@@ -24,14 +25,19 @@ def assert_frames_equal(
     ignore_row_order: bool = False,
     ignore_nullable: bool = False,
     ignore_metadata: bool = False,
+    allow_nan_equality: bool = False,
 ) -> None:
     """The same columns (names, types and, unless ignored, nullability and metadata, in order) and the same rows (in
-    order, unless `ignore_row_order`), as `chispa.assert_df_equality` with the same options checks them."""
+    order, unless `ignore_row_order`; NaN equal to NaN only with `allow_nan_equality`), as
+    `chispa.assert_df_equality` with the same options checks them."""
     assert_schema_equality(actual.schema, expected.schema, ignore_nullable, ignore_metadata)
     got, want = actual.collect(), expected.collect()
     if ignore_row_order:
         got, want = sorted(got, key=_order), sorted(want, key=_order)
-    assert_basic_rows_equality(got, want)
+    if allow_nan_equality:
+        assert_generic_rows_equality(got, want, are_rows_equal_enhanced, {"allow_nan_equality": True})
+    else:
+        assert_basic_rows_equality(got, want)
 
 
 def _order(value: Any) -> tuple:

@@ -41,3 +41,11 @@ def test_nullability_counts_unless_ignored(spark):
     assert_frames_equal(df, nullable, ignore_nullable=True)
     with pytest.raises(UNEQUAL):
         assert_frames_equal(df, nullable)
+
+
+def test_nan_equals_nan_only_when_allowed(spark):
+    df = spark.createDataFrame([(1, float("nan")), (2, 0.5)], "id INT, v DOUBLE")
+    again = spark.createDataFrame([(2, 0.5), (1, float("nan"))], "id INT, v DOUBLE")
+    assert_frames_equal(df, again, ignore_row_order=True, allow_nan_equality=True)
+    with pytest.raises(UNEQUAL):
+        assert_frames_equal(df, again, ignore_row_order=True)
