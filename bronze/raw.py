@@ -23,6 +23,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from contract.tables import BRONZE_QUORUM_RAW
+
 BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 # A piece of a file (`line_pieces`): `data` holds the piece, `content` is NULL, and these carry the rest.
 _PIECE_COLUMNS = (("content_hash", "STRING"), ("file_sha256", "STRING"), ("first_line", "INT"))
@@ -44,24 +46,6 @@ FORMATS: dict[str, list[tuple[str, str, bool]]] = {
         (".jsonl", "partition_json", True),
     ],
 }
-
-RAW_COLUMNS = [
-    "record_id",
-    "format",
-    "cluster_id",
-    "node_id",
-    "collected_at",
-    "api_version",
-    "payload",
-    "payload_base64",
-    "source_file",
-    "line_number",
-    "file_sha256",
-    "file_size",
-    "file_modified_at",
-    "ingested_at",
-    "parse_error",
-]
 
 # A JSON integer beyond 64 bits is a DECIMAL(p,0) in a VARIANT: still an integer, then rejected as out of range.
 _INTEGER = "^(TINYINT|SMALLINT|INT|BIGINT|DECIMAL\\([0-9]+,0\\))$"
@@ -93,7 +77,7 @@ def build_raw_records(files: DataFrame, source: str, ingested_at: datetime) -> D
         .transform(lambda df: _parsed(df, source))
         .withColumn("ingested_at", F.lit(ingested_at).cast("timestamp"))
         .transform(_keyed)
-        .select(*RAW_COLUMNS)
+        .select(*BRONZE_QUORUM_RAW.column_names)
     )
 
 

@@ -1,10 +1,10 @@
 """gold.controller_health: one row per node per cluster per tumbling window (by scrape time), the KRaft controller
 and raft-client health that Strimzi's dashboards show, from the scrapes already in silver.node_metrics.
 
-Sources (kafka-surfaces.md §4.1, §4.3): `kafka.server:type=raft-metrics` on every node (state, vote, commit and
-election latency, unknown voter connections, append/fetch record rates) and `kafka.controller:type=KafkaController`
-on controllers (fenced/active brokers, metadata errors, timed-out broker heartbeats, active controller count);
-brokers add their metadata load/apply error counts.
+Sources (docs/kafka-surfaces.md §4.1, §4.3): `kafka.server:type=raft-metrics` on every node (state, vote, commit
+and election latency, unknown voter connections, append/fetch record rates) and
+`kafka.controller:type=KafkaController` on controllers (fenced/active brokers, metadata errors, timed-out broker
+heartbeats, active controller count); brokers add their metadata load/apply error counts.
 
 Rules:
 - A sample whose value is NaN (an idle `commit-latency-*` or `election-latency-*`: no sample in the exporter's own
@@ -21,31 +21,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from contract.tables import GOLD_CONTROLLER_HEALTH
 from gold.quorum import window_start
-
-CONTROLLER_HEALTH_COLUMNS = [
-    "cluster_id",
-    "node_id",
-    "window_start",
-    "window_end",
-    "node_role",
-    "scrapes",
-    "last_scraped_at",
-    "raft_state",
-    "current_vote",
-    "avg_commit_latency_ms",
-    "max_commit_latency_ms",
-    "avg_election_latency_ms",
-    "max_election_latency_ms",
-    "unknown_voter_connections",
-    "append_records_per_s",
-    "fetch_records_per_s",
-    "fenced_brokers",
-    "active_brokers",
-    "metadata_errors",
-    "timed_out_broker_heartbeats",
-    "active_controller_count",
-]
 
 # per-scrape column -> canonical metric of silver.node_metrics (silver/prometheus_text.py)
 _METRICS = {
@@ -75,7 +52,11 @@ def known(value: Column) -> Column:
 def build_controller_health(node_metrics: DataFrame, window_minutes: int) -> DataFrame:
     """From silver.node_metrics rows (all rows of each node window given): cluster_id, node_id, scraped_at, metric,
     value, node_role, state."""
-    return node_metrics.transform(_per_scrape).transform(_windowed, window_minutes).select(*CONTROLLER_HEALTH_COLUMNS)
+    return (
+        node_metrics.transform(_per_scrape)
+        .transform(_windowed, window_minutes)
+        .select(*GOLD_CONTROLLER_HEALTH.column_names)
+    )
 
 
 def _per_scrape(metrics: DataFrame) -> DataFrame:

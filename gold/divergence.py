@@ -12,18 +12,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-DIVERGENCE_COLUMNS = [
-    "cluster_id",
-    "node_id",
-    "scraped_at",
-    "node_role",
-    "active_controller_id",
-    "controller_scraped_at",
-    "node_last_applied_offset",
-    "controller_last_committed_offset",
-    "divergence_records",
-    "last_applied_lag_ms",
-]
+from contract.tables import GOLD_METADATA_OFFSET_DIVERGENCE
 
 
 def _value(metric: str):
@@ -98,4 +87,4 @@ def build_metadata_offset_divergence(metrics: DataFrame, tolerance_ms: int) -> D
         committed.try_cast("bigint").alias("controller_last_committed_offset"),
         (committed - applied).try_cast("bigint").alias("divergence_records"),
         F.round(lag).try_cast("bigint").alias("last_applied_lag_ms"),
-    ).select(*DIVERGENCE_COLUMNS)
+    ).select(*GOLD_METADATA_OFFSET_DIVERGENCE.column_names)

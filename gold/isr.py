@@ -12,37 +12,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-ISR_HEALTH_COLUMNS = [
-    "cluster_id",
-    "collected_at",
-    "partitions",
-    "offline",
-    "under_min_isr",
-    "at_min_isr",
-    "under_replicated",
-]
-ISR_BY_TOPIC_COLUMNS = [
-    "cluster_id",
-    "collected_at",
-    "topic",
-    "partitions",
-    "offline",
-    "under_min_isr",
-    "at_min_isr",
-    "under_replicated",
-]
-EPISODE_COLUMNS = [
-    "cluster_id",
-    "topic",
-    "partition",
-    "started_at",
-    "ended_at",
-    "duration_ms",
-    "snapshots",
-    "escalated",
-    "max_status",
-    "bounces",
-]
+from contract.tables import GOLD_AT_MIN_ISR_EPISODES, GOLD_ISR_HEALTH, GOLD_ISR_HEALTH_BY_TOPIC
 
 
 def _counts():
@@ -57,11 +27,15 @@ def _counts():
 
 def build_isr_health(partitions: DataFrame) -> DataFrame:
     """Per snapshot counts (needs cluster_id, collected_at and the four is_* flags)."""
-    return partitions.groupBy("cluster_id", "collected_at").agg(*_counts()).select(*ISR_HEALTH_COLUMNS)
+    return partitions.groupBy("cluster_id", "collected_at").agg(*_counts()).select(*GOLD_ISR_HEALTH.column_names)
 
 
 def build_isr_health_by_topic(partitions: DataFrame) -> DataFrame:
-    return partitions.groupBy("cluster_id", "collected_at", "topic").agg(*_counts()).select(*ISR_BY_TOPIC_COLUMNS)
+    return (
+        partitions.groupBy("cluster_id", "collected_at", "topic")
+        .agg(*_counts())
+        .select(*GOLD_ISR_HEALTH_BY_TOPIC.column_names)
+    )
 
 
 def build_at_min_isr_episodes(
@@ -135,5 +109,39 @@ def build_at_min_isr_episodes(
     return (
         episodes.withColumn("bounces", F.count(F.lit(1)).over(recent).cast("int"))
         .where(~F.col("_earlier"))
-        .select(*EPISODE_COLUMNS)
+        .select(*GOLD_AT_MIN_ISR_EPISODES.column_names)
+    )
+
+
+_PARTITION = ["cluster_id", "topic", "partition"]
+
+
+def episode_scope(changes: DataFrame, episodes: DataFrame) -> DataFrame:
+    """From which time each changed partition's episodes must be rebuilt: the start of the known episode its
+    earliest change falls in (so an ongoing episode and a late snapshot inside a closed one are both redone), else
+    that change itself. `changes`: silver.partition_states rows (cluster_id, topic, partition, collected_at);
+    `episodes`: gold.at_min_isr_episodes rows. Returns cluster_id, topic, partition, from_at."""
+    changed = changes.groupBy(*_PARTITION).agg(F.min("collected_at").alias("changed_at"))
+    covering = (
+        episodes.join(changed, _PARTITION)
+        .where(
+            (F.col("started_at") < F.col("changed_at"))
+            & (F.col("ended_at").isNull() | (F.col("ended_at") >= F.col("changed_at")))
+        )
+        .groupBy(*_PARTITION)
+        .agg(F.min("started_at").alias("episode_start"))
+    )
+    return changed.join(covering, _PARTITION, "left").select(
+        *_PARTITION, F.least("changed_at", F.coalesce("episode_start", "changed_at")).alias("from_at")
+    )
+
+
+def earlier_starts(episodes: DataFrame, scope: DataFrame, flap_window_minutes: int) -> DataFrame:
+    """The starts of the known episodes within `flap_window_minutes` before each partition's `from_at` (`scope`, as
+    `episode_scope` returns it): what `build_at_min_isr_episodes` counts as bounces of the episodes it rebuilds."""
+    window = F.expr(f"INTERVAL {int(flap_window_minutes) * 60} SECONDS")
+    return (
+        episodes.join(scope, _PARTITION)
+        .where((F.col("started_at") < F.col("from_at")) & (F.col("started_at") >= F.col("from_at") - window))
+        .select(*_PARTITION, "started_at")
     )

@@ -1,8 +1,8 @@
 """gold.quorum_status (one row per quorum snapshot) and gold.quorum_health (one row per cluster per tumbling window).
 
 `max_follower_lag` and `max_follower_lag_time_ms` are computed exactly as `kafka-metadata-quorum describe --status`
-does (kafka-surfaces.md §3.4): among the voters, the leader included, the one with the lowest log end offset (an
-unknown offset counts as -1) is the "max lag follower", the first in response order on ties; the lag is the
+does (docs/kafka-surfaces.md §3.4): among the voters, the leader included, the one with the lowest log end offset
+(an unknown offset counts as -1) is the "max lag follower", the first in response order on ties; the lag is the
 leader's LEO minus its LEO; the time is 0 when that voter is the leader, the leader's minus its lastCaughtUp when
 both are known, else -1.
 """
@@ -12,39 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-QUORUM_STATUS_COLUMNS = [
-    "cluster_id",
-    "collected_at",
-    "window_start",
-    "source",
-    "error_code",
-    "leader_id",
-    "leader_epoch",
-    "high_watermark",
-    "max_follower_lag",
-    "max_follower_lag_time_ms",
-    "voters",
-    "voters_within_slo",
-    "observers",
-    "is_good",
-    "leader_change",
-    "hw_last_increase_at",
-    "hw_stalled",
-]
-QUORUM_HEALTH_COLUMNS = [
-    "cluster_id",
-    "window_start",
-    "window_end",
-    "snapshots",
-    "leader_changes",
-    "leaders",
-    "high_watermark_advance",
-    "high_watermark_stalled",
-    "max_follower_lag",
-    "max_follower_lag_time_ms",
-    "good_snapshots",
-    "sli",
-]
+from contract.tables import GOLD_QUORUM_HEALTH, GOLD_QUORUM_STATUS
 
 
 def window_start(ts: Column, window_minutes: int) -> Column:
@@ -189,7 +157,7 @@ def build_quorum_status(
         .withColumn("window_start", window_start(F.col("collected_at"), window_minutes))
         .where(~F.col("_is_seed"))
     )
-    return computed.select(*QUORUM_STATUS_COLUMNS)
+    return computed.select(*GOLD_QUORUM_STATUS.column_names)
 
 
 def _is_good(slo_ms: int) -> Column:
@@ -234,7 +202,7 @@ def build_quorum_health(status: DataFrame, window_minutes: int) -> DataFrame:
             "good_snapshots",
             (F.col("good_snapshots") / F.col("snapshots")).alias("sli"),
         )
-        .select(*QUORUM_HEALTH_COLUMNS)
+        .select(*GOLD_QUORUM_HEALTH.column_names)
     )
 
 
@@ -249,3 +217,19 @@ def seed_before(status: DataFrame, starts: DataFrame) -> DataFrame:
     ranked = before.withColumn("_n", F.row_number().over(latest)).withColumn("_nk", F.row_number().over(latest_known))
     picked = ranked.where((F.col("_n") == 1) | ((F.col("_nk") == 1) & F.col("high_watermark").isNotNull()))
     return picked.drop("_n", "_nk", "from_at")
+
+
+def with_voters_within_slo(status: DataFrame, replicas: DataFrame, slo_ms: int) -> DataFrame:
+    """gold.quorum_status rows with `voters_within_slo` counted against `slo_ms` (the replica caught-up SLO, where it
+    differs from the quorum's lag-time SLO that `build_quorum_status` counts against). Snapshots without replica
+    rows keep what `build_quorum_status` decided (unknown, or 0 for an error response)."""
+    within = (
+        replicas.where(F.col("is_voter"))
+        .groupBy("cluster_id", "collected_at")
+        .agg(F.count_if(F.col("caught_up_lag_ms") <= slo_ms).cast("int").alias("_within"))
+    )
+    return (
+        status.join(within, ["cluster_id", "collected_at"], "left")
+        .withColumn("voters_within_slo", F.coalesce("_within", "voters_within_slo"))
+        .drop("_within")
+    )

@@ -10,23 +10,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from contract.tables import GOLD_REPLICA_LAG_SLI
 from gold.quorum import window_start
-
-REPLICA_LAG_SLI_COLUMNS = [
-    "cluster_id",
-    "replica_id",
-    "is_voter",
-    "window_start",
-    "window_end",
-    "snapshots",
-    "max_offset_lag",
-    "p50_caught_up_lag_ms",
-    "p99_caught_up_lag_ms",
-    "max_caught_up_lag_ms",
-    "max_fetch_age_ms",
-    "good_snapshots",
-    "sli",
-]
 
 
 def build_replica_lag_sli(replicas: DataFrame, *, slo_ms: int, window_minutes: int) -> DataFrame:
@@ -51,5 +36,5 @@ def build_replica_lag_sli(replicas: DataFrame, *, slo_ms: int, window_minutes: i
         )
         .withColumn("window_end", F.col("window_start") + width)
         .withColumn("sli", F.col("good_snapshots") / F.col("snapshots"))
-        .select(*REPLICA_LAG_SLI_COLUMNS)
+        .select(*GOLD_REPLICA_LAG_SLI.column_names)
     )

@@ -6,9 +6,10 @@ name to use (so the same SQL serves `gold.x` locally and `<catalog>.<prefix>gold
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from contract.tables import resolve_names
 
 
 @dataclass(frozen=True)
@@ -281,7 +282,7 @@ def metric_view_statements(resolve: Callable[[str], str]) -> list[str]:
     """CREATE OR REPLACE VIEW ... WITH METRICS statements (Databricks SQL only), names resolved like the views'."""
     statements = []
     for view in METRIC_VIEWS:
-        body = re.sub(r"\{((?:gold|silver|bronze)\.[a-z_]+)\}", lambda m: resolve(m.group(1)), view.yaml)
+        body = resolve_names(view.yaml, resolve)
         statements.append(f"CREATE OR REPLACE VIEW {resolve(view.name)} WITH METRICS LANGUAGE YAML AS $$\n{body}$$")
     return statements
 
@@ -290,7 +291,7 @@ def view_statements(resolve: Callable[[str], str], settings: dict[str, object]) 
     """CREATE OR REPLACE VIEW statements, with table names resolved by `resolve("gold.quorum_status")`."""
     statements = []
     for view in VIEWS:
-        sql = re.sub(r"\{((?:gold|silver|bronze)\.[a-z_]+)\}", lambda m: resolve(m.group(1)), view.sql)
+        sql = resolve_names(view.sql, resolve)
         for key, value in settings.items():
             sql = sql.replace("{" + key + "}", str(value))
         columns = ", ".join(f"`{n}` COMMENT '{_escape(c)}'" for n, c in view.columns)

@@ -1,6 +1,6 @@
 """Auto Loader (`cloudFiles`) options for bronze on Databricks, chosen for a landing zone that grows forever.
 
-`pipelines.io.Lakehouse.stream_landing_files` applies `AUTOLOADER_OPTIONS` to every landing source in
+`pipelines.storage.Lakehouse.stream_landing_files` applies `AUTOLOADER_OPTIONS` to every landing source in
 `ingest_mode = "autoloader"`, next to the options that depend on the run (schema location, max files per trigger).
 `AUTOLOADER_RETENTION_OPTIONS` are added only by the deployment that owns the landing volume (prod): they delete
 landing files, which a dev deployment reading the shared volume must never do. Option reference: Databricks docs,

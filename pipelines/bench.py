@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from contract.tables import LAYERS
 from pipelines.simulator import FleetSpec, generate
 
 Progress = Callable[[str], None]
@@ -71,7 +72,7 @@ def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
 
     progress("bench: backfill into an empty warehouse")
     results["backfill_s"], stats = _run(full, root / "warehouse", root / "backfill.json")
-    results["backfill_layers_s"] = {k: stats["layers"].get(k) for k in ("bronze", "silver", "gold")}
+    results["backfill_layers_s"] = {k: stats["layers"].get(k) for k in LAYERS}
     rows = sum(t["rows_added"] for t in stats["tables"].values())
     results["rows_written"] = rows
     results["rows_per_second"] = round(rows / results["backfill_s"], 1)

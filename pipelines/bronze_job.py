@@ -22,12 +22,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from bronze.raw import PIECE_SCHEMA, build_raw_records, line_pieces
+from contract.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 from pipelines.config import Config
 from pipelines.faults import describe, fail_if, reached
-from pipelines.io import Attempt, Bounds, Lakehouse
 from pipelines.landing import FileContent, LandingFile, Listing, chunks, is_local, read_file, scan_landing
 from pipelines.session import cached, release, runs_remotely
-from pipelines.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
+from pipelines.storage import Attempt, Bounds, Lakehouse
 
 Progress = Callable[[str], None]
 

@@ -1,35 +1,25 @@
-"""The `quorumlake` command line.
+"""The `quorumlake` command line: its arguments, and the dispatch of each command to its handler in
+`pipelines.commands`.
 
 Usage errors, a missing landing folder and an unreadable config print one line on stderr and exit 2; nothing a
-user can get wrong ends in a stack trace.
+user can get wrong ends in a stack trace. This module imports only the standard library and the project's
+stdlib-only modules, so `--help` and argument errors answer at once.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
-import os
 import sys
-import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from pipelines.config import Config, ConfigError, build_config
-from pipelines.lock import Busy, warehouse_lock
+from contract.tables import LAYERS
+from pipelines.config import ConfigError
+from pipelines.errors import RuntimeFailure, UsageError, one_line
+from pipelines.lock import Busy
 
 EXIT_USAGE = 2
 EXIT_BUSY = 3
-
-
-class UsageError(Exception):
-    """A problem with what the user asked for: printed as one line, exit 2."""
-
-
-class RuntimeFailure(Exception):
-    """Something outside the user's input failed (Spark would not start, ...): one line, exit 1."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -218,9 +208,6 @@ def _positive_float(text: str) -> float:
     return value
 
 
-LAYERS = ("bronze", "silver", "gold")
-
-
 def _layers(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in LAYERS]
@@ -287,382 +274,24 @@ def _positive_int(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        return _dispatch(args)
+        from pipelines.commands import HANDLERS
+
+        return HANDLERS[args.command](args)
     except (UsageError, ConfigError) as exc:
         print(
-            f"quorumlake: error: {_one_line(exc)}" if not str(exc).startswith("quorumlake") else _one_line(exc),
+            f"quorumlake: error: {one_line(exc)}" if not str(exc).startswith("quorumlake") else one_line(exc),
             file=sys.stderr,
         )
         return EXIT_USAGE
     except RuntimeFailure as exc:
-        print(f"quorumlake: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"quorumlake: error: {one_line(exc)}", file=sys.stderr)
         return 1
     except Busy as exc:
-        print(f"quorumlake: busy: {_one_line(exc)}", file=sys.stderr)
+        print(f"quorumlake: busy: {one_line(exc)}", file=sys.stderr)
         return EXIT_BUSY
     except KeyboardInterrupt:
         print("quorumlake: interrupted", file=sys.stderr)
         return 130
-
-
-def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "demo":
-        return _cmd_demo(Path(args.root))
-    if args.command == "generate":
-        return _cmd_generate(args)
-    if args.command == "bench":
-        return _cmd_bench(args)
-    if args.command == "collect":
-        return _cmd_collect(args)
-    config = build_config(
-        args.config,
-        landing=getattr(args, "landing", None),
-        warehouse=args.warehouse,
-        catalog=args.catalog,
-        schema_prefix=args.schema_prefix,
-        ingest_mode=getattr(args, "ingest_mode", None),
-        checkpoint_root=getattr(args, "checkpoint_root", None),
-        **_typed_settings(getattr(args, "set", [])),
-    )
-    if args.command == "run":
-        with warehouse_lock(config.warehouse, args.wait):
-            return _cmd_run(config, args.layers, args.stats, args.full_refresh)
-    if args.command == "sql":
-        return _cmd_sql(config, args.query, args.format, args.limit)
-    if args.command == "report":
-        return _cmd_report(config, Path(args.out))
-    if args.command == "serve":
-        return _cmd_serve(config, args.host, args.port, args.auth_config, not args.allow_writes)
-    if args.command == "maintenance":
-        # it commits to every table: never beside a run (a local disk's Delta log is written check-then-rename,
-        # so two processes committing the same version at once could lose one commit)
-        with warehouse_lock(config.warehouse, args.wait):
-            return _cmd_maintenance(config, args.vacuum_hours)
-    raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects it first
-
-
-def _cmd_run(
-    config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str | None = None, full_refresh: bool = False
-) -> int:
-    if config.ingest_mode == "files" and "bronze" in layers and not Path(config.landing).is_dir():
-        raise UsageError(f"landing folder not found: {config.landing}")
-    from pyspark.sql import SparkSession
-
-    started = time.monotonic()
-    in_process = SparkSession.getActiveSession() is not None
-    # Spark first, then the layers: a Spark Connect session must exist before modules that define Python UDFs at
-    # import (bronze.raw, via pipelines.io) are imported, or PySpark builds them for a classic session.
-    spark = _spark(config)
-    from pipelines.io import Lakehouse
-    from pipelines.run import run_pipeline
-
-    lakehouse = Lakehouse(spark, config)
-    timings: dict[str, float] = {}
-    if full_refresh:
-        from pipelines.run import full_refresh as refresh
-
-        refresh(lakehouse, layers, _progress)
-    summaries = run_pipeline(lakehouse, layers=layers, progress=_progress, timings=timings)
-    if in_process:
-        # a caller that goes on using this session (a notebook, the tests) finds the tables by name; a fresh
-        # process would only pay for a registration nobody uses
-        from pipelines.run import register_all
-
-        register_all(lakehouse)
-    if stats_file:
-        stats = {
-            "seconds": round(time.monotonic() - started, 3),
-            "layers": timings,
-            "tables": {
-                s.table: {"rows_added": s.rows_added, "rows_quarantined": s.rows_quarantined} for s in summaries
-            },
-        }
-        Path(stats_file).write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    width = max(len(s.table) for s in summaries)
-    print(f"{'table':<{width}}  {'rows added':>10}  {'quarantined':>11}")
-    for s in summaries:
-        print(f"{s.table:<{width}}  {s.rows_added:>10}  {s.rows_quarantined:>11}")
-    _progress(f"run finished in {time.monotonic() - started:.1f}s (run_at {config.run_at.isoformat()})")
-    return 0
-
-
-def _typed_settings(pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    import dataclasses
-
-    fields = {f.name: f.type for f in dataclasses.fields(Config)}
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key not in fields or key == "run_at":
-            raise UsageError(f"--set: unknown setting {key!r}")
-        if fields[key] in ("int", int):
-            try:
-                out[key] = int(value)
-            except ValueError:
-                raise UsageError(f"--set: {key} must be an integer, not {value!r}") from None
-        else:
-            out[key] = value or None
-    return out
-
-
-def _fleet_args(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "clusters": args.clusters,
-        "brokers": args.brokers,
-        "controllers": args.controllers,
-        "topics": args.topics,
-        "partitions": args.partitions,
-        "hours": args.hours,
-        "interval_s": args.interval_s,
-        "scenarios": tuple(args.scenario or ("healthy",)),
-        "seed": args.seed,
-    }
-
-
-def _cmd_generate(args: argparse.Namespace) -> int:
-    from pipelines.commands import generate_landing
-
-    try:
-        summary = generate_landing(Path(args.out), **_fleet_args(args))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    except OSError as exc:
-        raise UsageError(f"cannot write to {args.out}: {exc}") from None
-    print(f"wrote {summary.total_files} files ({summary.total_records} records) to {args.out}")
-    for c in summary.clusters:
-        print(
-            f"  {c.cluster_id}: scenario {c.scenario}, DescribeQuorum v{c.api_version}, metrics {c.metrics_format}"
-            f"{', gzip' if c.gzip else ''}"
-        )
-    return 0
-
-
-def _cmd_collect(args: argparse.Namespace) -> int:
-    from pipelines.collect.command import CollectUsageError, run_collect
-
-    try:
-        return run_collect(args, _progress)
-    except CollectUsageError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _cmd_demo(root: Path) -> int:
-    from pipelines.commands import DEMO_SCENARIOS, demo_config, generate_landing, write_report
-
-    _progress(f"demo: simulating {len(DEMO_SCENARIOS)} clusters ({', '.join(DEMO_SCENARIOS)}) into {root / 'landing'}")
-    generate_landing(
-        root / "landing",
-        clusters=len(DEMO_SCENARIOS),
-        brokers=3,
-        controllers=3,
-        topics=3,
-        partitions=3,
-        hours=1.0,
-        interval_s=60,
-        scenarios=DEMO_SCENARIOS,
-        seed=42,
-    )
-    config = demo_config(root)
-    _cmd_run(config)
-    print("\nFleet overview (gold.v_fleet_overview):")
-    query = (
-        "SELECT cluster_id, status, leader_id, max_follower_lag AS lag, max_follower_lag_time_ms AS lag_ms, "
-        "voters, voters_within_slo AS in_slo, at_min_isr, under_min_isr, offline, "
-        "worst_divergence_records AS divergence FROM gold.v_fleet_overview ORDER BY cluster_id"
-    )
-    _cmd_sql(config, query, "table", 1000)
-    from pipelines.io import Lakehouse
-
-    report = write_report(Lakehouse(_spark(config), config), root / "report.html")
-    print(f"\nReport: {report.resolve()}")
-    print(
-        f'Query it: .venv/bin/quorumlake sql "SELECT * FROM gold.quorum_health LIMIT 10" --warehouse {root / "warehouse"}'
-    )
-    return 0
-
-
-def _cmd_report(config: Config, out: Path) -> int:
-    from pipelines.commands import write_report
-    from pipelines.io import Lakehouse
-    from pipelines.run import register_all
-
-    lakehouse = Lakehouse(_spark(config), config)
-    register_all(lakehouse)
-    path = write_report(lakehouse, out)
-    print(f"wrote {path}")
-    return 0
-
-
-def _cmd_serve(config: Config, host: str, port: int, auth_config: str | None = None, read_only: bool = True) -> int:
-    from pipelines.session import runs_remotely
-    from pipelines.sql_guard import AuthConfigError, is_loopback, thrift_auth_settings
-
-    if runs_remotely(config):
-        raise UsageError(
-            "serve runs Spark's Thrift server inside this process's JVM: it needs a local Spark, not "
-            "spark_remote or Databricks (use a SQL warehouse there)"
-        )
-
-    try:
-        auth = thrift_auth_settings(auth_config) if auth_config else None
-    except AuthConfigError as exc:
-        raise UsageError(str(exc)) from None
-    if auth is None and not is_loopback(host):
-        raise UsageError(
-            f"refusing to serve on {host} without authentication: anyone who can reach it could query "
-            "the lakehouse; bind 127.0.0.1 or pass --auth-config FILE (see README, serve)"
-        )
-    from pipelines.commands import serve
-    from pipelines.io import Lakehouse
-    from pipelines.run import register_all
-
-    lakehouse = Lakehouse(_spark(config), config)
-    register_all(lakehouse)
-    serve(lakehouse, host, port, _progress, auth=auth, read_only=read_only)
-    return 0
-
-
-def _cmd_maintenance(config: Config, vacuum_hours: int) -> int:
-    from pipelines.commands import maintenance
-    from pipelines.io import Lakehouse
-    from pipelines.run import register_all
-
-    lakehouse = Lakehouse(_spark(config), config)
-    register_all(lakehouse)
-    for name, what in maintenance(lakehouse, vacuum_hours, _progress):
-        print(f"{name}: {what}")
-    return 0
-
-
-def _cmd_bench(args: argparse.Namespace) -> int:
-    from pipelines.bench import run_bench, table
-
-    try:
-        results = run_bench(Path(args.root), args.size, args.history, _progress)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    except RuntimeError as exc:
-        raise RuntimeFailure(str(exc)) from None
-    print(table(results), end="")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    return 0
-
-
-def _cmd_sql(config: Config, query: str, fmt: str, limit: int) -> int:
-    from pyspark.errors import PySparkException
-
-    from pipelines.io import Lakehouse
-    from pipelines.run import register_all
-
-    lakehouse = Lakehouse(_spark(config), config)
-    register_all(lakehouse)
-    try:
-        df = lakehouse.spark.sql(query)
-        rows = df.limit(limit).collect()
-    except PySparkException as exc:
-        raise UsageError(f"query failed: {_one_line(exc)}") from None
-    columns = df.columns
-    sys.stdout.write(format_rows(columns, [[r[c] for c in columns] for r in rows], fmt))
-    return 0
-
-
-def format_rows(columns: list[str], rows: list[list[Any]], fmt: str) -> str:
-    """Render query results as an aligned text table, CSV, or JSON Lines."""
-    if fmt == "json":
-        return "".join(json.dumps(dict(zip(columns, r)), default=_json_default) + "\n" for r in rows)
-    cells = [[_cell(v) for v in r] for r in rows]
-    if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(cells)
-        return out.getvalue()
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
-    head = "|" + "|".join(f" {c:<{w}} " for c, w in zip(columns, widths)) + "|\n"
-    body = "".join("|" + "|".join(f" {v:<{w}} " for v, w in zip(r, widths)) + "|\n" for r in cells)
-    return line + head + line + body + line + f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n"
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, default=_json_default)
-    if hasattr(value, "isoformat"):
-        return value.isoformat(sep=" ") if hasattr(value, "hour") else value.isoformat()
-    return str(value).replace("\n", "\\n").replace("\t", "\\t")
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if hasattr(value, "asDict"):
-        return value.asDict(recursive=True)
-    if isinstance(value, (bytes, bytearray)):
-        return value.hex()
-    return str(value)
-
-
-def _spark(config: Config):
-    from pyspark.sql import SparkSession
-
-    from pipelines.session import get_spark, on_databricks, quiet, runs_remotely
-
-    if runs_remotely(config):
-        # Databricks hands us its session and a Connect server runs its JVM elsewhere: no JVM starts in this
-        # process, so its output is not redirected (serverless gives a job no file descriptors to play with)
-        if config.spark_remote and not on_databricks():
-            _check_reachable(config.spark_remote)
-        return get_spark(config)
-    if SparkSession.getActiveSession() is None:
-        _progress("starting Spark (the first run on a machine downloads Delta's jars from Maven Central)")
-    spark = _with_jvm_stderr_to_log(config, lambda: get_spark(config))
-    quiet(spark)
-    return spark
-
-
-def _check_reachable(url: str, timeout_s: float = 10.0) -> None:
-    """A Spark Connect server that does not answer is a one-line error, not minutes of client retries and a stack
-    trace."""
-    import socket
-
-    from pipelines.config import connect_address
-
-    host, port = connect_address(url)
-    try:
-        socket.create_connection((host, port), timeout=timeout_s).close()
-    except OSError as exc:
-        raise UsageError(
-            f"no Spark Connect server answers at {host}:{port} (spark_remote): {exc.strerror or exc}"
-        ) from None
-
-
-def _with_jvm_stderr_to_log(config: Config, start):
-    """Start the JVM with its stderr (Ivy and log4j chatter) sent to <warehouse>/_logs/spark.log."""
-    if os.environ.get("QUORUMLAKE_JVM_STDERR") == "inherit":
-        return start()
-    log_dir = Path(config.warehouse) / "_logs"
-    try:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        log = open(log_dir / "spark.log", "ab")  # noqa: SIM115 - the JVM keeps the descriptor for its lifetime
-    except OSError:
-        return start()
-    # Ivy prints to stdout and log4j to stderr; both belong in the log, not in the user's terminal or pipe.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = {fd: os.dup(fd) for fd in (1, 2)}
-    for fd in saved:
-        os.dup2(log.fileno(), fd)
-    try:
-        return start()
-    except Exception as exc:
-        raise RuntimeFailure(f"could not start Spark: {_one_line(exc)} (details in {log_dir / 'spark.log'})") from None
-    finally:
-        for fd, copy in saved.items():
-            os.dup2(copy, fd)
-            os.close(copy)
-        log.close()
 
 
 def layer_main(layer: str):
@@ -682,15 +311,7 @@ bronze_main = layer_main("bronze")
 silver_main = layer_main("silver")
 gold_main = layer_main("gold")
 
-
-def _progress(message: str) -> None:
-    print(f"[quorumlake] {message}", file=sys.stderr, flush=True)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else exc.__class__.__name__
-
+__all__ = ["RuntimeFailure", "UsageError", "build_parser", "main"]
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())

@@ -1,34 +1,189 @@
-"""The longer-running commands of the CLI: generate, demo, report, serve, bench and maintenance."""
+"""Every command of the CLI, one handler each (`HANDLERS`): what `quorumlake <command>` does once `pipelines.cli`
+has parsed its arguments.
+
+A handler takes the parsed arguments and returns the exit code; it raises `UsageError` for what the user got wrong
+and `RuntimeFailure` for what failed around it (both printed as one line by the CLI). A command that reads or
+writes the lakehouse opens it with `open_lakehouse`; its settings come from `config_of` (defaults, then the
+config file, then the flags).
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from pipelines.config import Config, now_ms
+from contract.tables import LAYERS
+from pipelines.config import Config, build_config, now_ms, typed_settings
+from pipelines.errors import RuntimeFailure, UsageError, one_line
+from pipelines.lock import warehouse_lock
+from pipelines.output import format_rows, progress, progress_bar, run_summary
 
 Progress = Callable[[str], None]
 
 DEMO_SCENARIOS = ("healthy", "lagging-voter", "broker-failure", "metadata-divergence")
 
+# --- settings and the lakehouse ----------------------------------------------------------------------------------
 
-def progress_bar(label: str) -> Callable[[int, int], None]:
-    """A progress bar on stderr (one line, redrawn), quiet when stderr is not a terminal except at the end."""
-    state = {"last": -1.0}
 
-    def update(done: int, total: int) -> None:
-        fraction = done / total if total else 1.0
-        if sys.stderr.isatty() and (fraction - state["last"] >= 0.01 or done == total):
-            bar = "#" * int(30 * fraction)
-            sys.stderr.write(f"\r[quorumlake] {label} [{bar:<30}] {100 * fraction:5.1f}%")
-            state["last"] = fraction
-        if done == total:
-            sys.stderr.write(("\n" if sys.stderr.isatty() else "") + f"[quorumlake] {label}: done ({total} steps)\n")
-        sys.stderr.flush()
+def config_of(args: argparse.Namespace) -> Config:
+    """The command's settings: defaults, then `--config FILE`, then its flags and `--set KEY=VALUE`s."""
+    return build_config(
+        args.config,
+        landing=getattr(args, "landing", None),
+        warehouse=args.warehouse,
+        catalog=args.catalog,
+        schema_prefix=args.schema_prefix,
+        ingest_mode=getattr(args, "ingest_mode", None),
+        checkpoint_root=getattr(args, "checkpoint_root", None),
+        **typed_settings(getattr(args, "set", [])),
+    )
 
-    return update
+
+def open_lakehouse(config: Config, register: bool = True):
+    """The lakehouse a command works on, in this process's Spark session (started here if there is none), with
+    every table and view registered by name unless `register` is False (a run registers what it writes)."""
+    spark = _spark(config)
+    # Spark first, then the layers: a Spark Connect session must exist before modules that define Python UDFs at
+    # import (bronze.raw, via pipelines.storage) are imported, or PySpark builds them for a classic session.
+    from pipelines.run import register_all
+    from pipelines.storage import Lakehouse
+
+    lakehouse = Lakehouse(spark, config)
+    if register:
+        register_all(lakehouse)
+    return lakehouse
+
+
+def _spark(config: Config):
+    from pyspark.sql import SparkSession
+
+    from pipelines.session import get_spark, on_databricks, quiet, runs_remotely, start_with_output_to_log
+
+    if runs_remotely(config):
+        # Databricks hands us its session and a Connect server runs its JVM elsewhere: no JVM starts in this
+        # process, so its output is not redirected (serverless gives a job no file descriptors to play with)
+        if config.spark_remote and not on_databricks():
+            _check_reachable(config.spark_remote)
+        return get_spark(config)
+    if SparkSession.getActiveSession() is None:
+        progress("starting Spark (the first run on a machine downloads Delta's jars from Maven Central)")
+    spark = start_with_output_to_log(config, lambda: get_spark(config))
+    quiet(spark)
+    return spark
+
+
+def _check_reachable(url: str, timeout_s: float = 10.0) -> None:
+    """A Spark Connect server that does not answer is a one-line error, not minutes of client retries and a stack
+    trace."""
+    import socket
+
+    from pipelines.config import connect_address
+
+    host, port = connect_address(url)
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise UsageError(
+            f"no Spark Connect server answers at {host}:{port} (spark_remote): {exc.strerror or exc}"
+        ) from None
+
+
+# --- the handlers ------------------------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = config_of(args)
+    with warehouse_lock(config.warehouse, args.wait):
+        return run(config, args.layers, args.stats, args.full_refresh)
+
+
+def run(
+    config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str | None = None, full_refresh: bool = False
+) -> int:
+    """Run the given layers (a full refresh of them first if asked) and print rows added per table."""
+    if config.ingest_mode == "files" and "bronze" in layers and not Path(config.landing).is_dir():
+        raise UsageError(f"landing folder not found: {config.landing}")
+    from pyspark.sql import SparkSession
+
+    started = time.monotonic()
+    # a caller that goes on using this session (a notebook, the tests) finds the tables by name; a fresh
+    # process would only pay for a registration nobody uses
+    in_process = SparkSession.getActiveSession() is not None
+    lakehouse = open_lakehouse(config, register=False)
+    from pipelines.run import full_refresh as refresh
+    from pipelines.run import register_all, run_pipeline
+
+    timings: dict[str, float] = {}
+    if full_refresh:
+        refresh(lakehouse, layers, progress)
+    summaries = run_pipeline(lakehouse, layers=layers, progress=progress, timings=timings)
+    if in_process:
+        register_all(lakehouse)
+    if stats_file:
+        stats = {
+            "seconds": round(time.monotonic() - started, 3),
+            "layers": timings,
+            "tables": {
+                s.table: {"rows_added": s.rows_added, "rows_quarantined": s.rows_quarantined} for s in summaries
+            },
+        }
+        Path(stats_file).write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    sys.stdout.write(run_summary(summaries))
+    progress(f"run finished in {time.monotonic() - started:.1f}s (run_at {config.run_at.isoformat()})")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    return sql(config_of(args), args.query, args.format, args.limit)
+
+
+def sql(config: Config, query: str, fmt: str, limit: int) -> int:
+    from pyspark.errors import PySparkException
+
+    lakehouse = open_lakehouse(config)
+    try:
+        df = lakehouse.query(query)
+        rows = df.limit(limit).collect()
+    except PySparkException as exc:
+        raise UsageError(f"query failed: {one_line(exc)}") from None
+    columns = df.columns
+    sys.stdout.write(format_rows(columns, [[r[c] for c in columns] for r in rows], fmt))
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    try:
+        summary = generate_landing(Path(args.out), **_fleet_args(args))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write to {args.out}: {exc}") from None
+    print(f"wrote {summary.total_files} files ({summary.total_records} records) to {args.out}")
+    for c in summary.clusters:
+        print(
+            f"  {c.cluster_id}: scenario {c.scenario}, DescribeQuorum v{c.api_version}, metrics {c.metrics_format}"
+            f"{', gzip' if c.gzip else ''}"
+        )
+    return 0
+
+
+def _fleet_args(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "clusters": args.clusters,
+        "brokers": args.brokers,
+        "controllers": args.controllers,
+        "topics": args.topics,
+        "partitions": args.partitions,
+        "hours": args.hours,
+        "interval_s": args.interval_s,
+        "scenarios": tuple(args.scenario or ("healthy",)),
+        "seed": args.seed,
+    }
 
 
 def generate_landing(
@@ -61,17 +216,92 @@ def generate_landing(
     return generate(out, spec, progress_bar("generating landing files"))
 
 
-def write_report(lakehouse, out: Path) -> Path:
-    from pipelines.report.page import build_report
-    from pipelines.tables import ALL_TABLES
+def cmd_collect(args: argparse.Namespace) -> int:
+    from pipelines.collect.command import CollectUsageError, run_collect
 
-    names = {spec.name: lakehouse.table_name(spec) for spec in ALL_TABLES}
-    for view in ("v_fleet_overview", "v_slo_attainment_daily", "v_partitions_at_min_isr"):
-        names[f"gold.{view}"] = f"{lakehouse.schema_name('gold')}.{view}"
-    html = build_report(lakehouse.spark, names, lakehouse.config.quorum_lag_time_slo_ms, now_ms())
+    try:
+        return run_collect(args, progress)
+    except CollectUsageError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    root = Path(args.root)
+    progress(f"demo: simulating {len(DEMO_SCENARIOS)} clusters ({', '.join(DEMO_SCENARIOS)}) into {root / 'landing'}")
+    generate_landing(
+        root / "landing",
+        clusters=len(DEMO_SCENARIOS),
+        brokers=3,
+        controllers=3,
+        topics=3,
+        partitions=3,
+        hours=1.0,
+        interval_s=60,
+        scenarios=DEMO_SCENARIOS,
+        seed=42,
+    )
+    config = demo_config(root)
+    run(config)
+    print("\nFleet overview (gold.v_fleet_overview):")
+    query = (
+        "SELECT cluster_id, status, leader_id, max_follower_lag AS lag, max_follower_lag_time_ms AS lag_ms, "
+        "voters, voters_within_slo AS in_slo, at_min_isr, under_min_isr, offline, "
+        "worst_divergence_records AS divergence FROM gold.v_fleet_overview ORDER BY cluster_id"
+    )
+    sql(config, query, "table", 1000)
+    report = write_report(open_lakehouse(config, register=False), root / "report.html")
+    print(f"\nReport: {report.resolve()}")
+    example = '"SELECT * FROM gold.quorum_health LIMIT 10"'
+    print(f"Query it: .venv/bin/quorumlake sql {example} --warehouse {root / 'warehouse'}")
+    return 0
+
+
+def demo_config(root: Path) -> Config:
+    from pipelines.session import SMALL_RUN_JAVA_OPTIONS
+
+    # the demo fleet is small and known (13 MB): its JVM is tuned for a small run
+    return build_config(
+        None, landing=str(root / "landing"), warehouse=str(root / "warehouse"), java_options=SMALL_RUN_JAVA_OPTIONS
+    )
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = write_report(open_lakehouse(config_of(args)), Path(args.out))
+    print(f"wrote {path}")
+    return 0
+
+
+def write_report(lakehouse, out: Path) -> Path:
+    from pipelines.report.page import build_report, queries
+
+    data = {key: lakehouse.rows(sql) for key, sql in queries(lakehouse.name_of).items()}
+    html = build_report(data, lakehouse.config.quorum_lag_time_slo_ms, now_ms())
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
     return out
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from pipelines.session import runs_remotely
+    from pipelines.sql_guard import AuthConfigError, is_loopback, thrift_auth_settings
+
+    config = config_of(args)
+    if runs_remotely(config):
+        raise UsageError(
+            "serve runs Spark's Thrift server inside this process's JVM: it needs a local Spark, not "
+            "spark_remote or Databricks (use a SQL warehouse there)"
+        )
+    try:
+        auth = thrift_auth_settings(args.auth_config) if args.auth_config else None
+    except AuthConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if auth is None and not is_loopback(args.host):
+        raise UsageError(
+            f"refusing to serve on {args.host} without authentication: anyone who can reach it could query "
+            "the lakehouse; bind 127.0.0.1 or pass --auth-config FILE (see README, serve)"
+        )
+    serve(open_lakehouse(config), args.host, args.port, progress, auth=auth, read_only=not args.allow_writes)
+    return 0
 
 
 def serve(
@@ -89,12 +319,10 @@ def serve(
     `auth` holds the Thrift server's `hive.server2.authentication*` settings (`sql_guard.thrift_auth_settings`);
     without it the server accepts anyone who can connect, so it may only bind a loopback address. With `read_only`
     (the default) every statement passes the read-only parser guard of `pipelines.sql_guard`."""
-    from pipelines.sql_guard import is_loopback, read_only_session
+    from pipelines.sql_guard import is_loopback, start_thrift_server
 
     if auth is None and not is_loopback(host):
         raise ValueError(f"refusing to serve on {host} without authentication (loopback only)")
-    spark = lakehouse.spark
-    session, guard = read_only_session(spark) if read_only else (spark._jsparkSession, None)
     settings = {
         "hive.server2.thrift.port": str(port),
         "hive.server2.thrift.bind.host": host,
@@ -102,11 +330,7 @@ def serve(
         "hive.server2.authentication": "NONE",
         **(auth or {}),
     }
-    for key, value in settings.items():
-        session.sessionState().conf().setConfString(key, value)
-        spark.sparkContext._jvm.java.lang.System.setProperty(key, value)
-    server_cls = spark.sparkContext._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
-    server = server_cls.startWithSparkSession(session, False)
+    stop = start_thrift_server(lakehouse.spark, settings, read_only)
     mode = "read-only" if read_only else "read-write"
     who = f"authentication {settings['hive.server2.authentication']}" if auth else "no authentication, loopback only"
     progress(
@@ -120,8 +344,17 @@ def serve(
         while stop_after_s is None or time.monotonic() - started < stop_after_s:
             time.sleep(0.5)
     finally:
-        server.stop()
-        del guard
+        stop()
+
+
+def cmd_maintenance(args: argparse.Namespace) -> int:
+    config = config_of(args)
+    # it commits to every table: never beside a run (a local disk's Delta log is written check-then-rename,
+    # so two processes committing the same version at once could lose one commit)
+    with warehouse_lock(config.warehouse, args.wait):
+        for name, what in maintenance(open_lakehouse(config), args.vacuum_hours, progress):
+            print(f"{name}: {what}")
+    return 0
 
 
 def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[str, str]]:
@@ -129,14 +362,14 @@ def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[
 
     A table whose changes a later layer has not read yet is compacted but not vacuumed: its change feed still needs
     the files that compaction replaced."""
-    from pipelines.tables import ALL_TABLES
+    from contract.tables import ALL_TABLES
 
     readers = {"bronze": "silver", "silver": "gold"}
     done = []
     for spec in ALL_TABLES:
         name = lakehouse.table_name(spec)
         progress(f"maintenance: OPTIMIZE {name}")
-        lakehouse.spark.sql(f"OPTIMIZE {name}")
+        lakehouse.optimize(spec)
         reader = readers.get(spec.schema)
         pending = None
         if reader and dict(spec.properties).get("delta.enableChangeDataFeed") == "true":
@@ -148,16 +381,34 @@ def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[
             done.append((name, f"optimized; not vacuumed ({pending})"))
             continue
         progress(f"maintenance: VACUUM {name} RETAIN {vacuum_hours} HOURS")
-        lakehouse.spark.sql(f"VACUUM {name} RETAIN {vacuum_hours} HOURS")
+        lakehouse.vacuum(spec, vacuum_hours)
         done.append((name, "optimized, vacuumed"))
     return done
 
 
-def demo_config(root: Path) -> Config:
-    from pipelines.config import build_config
-    from pipelines.session import SMALL_RUN_JAVA_OPTIONS
+def cmd_bench(args: argparse.Namespace) -> int:
+    from pipelines.bench import run_bench, table
 
-    # the demo fleet is small and known (13 MB): its JVM is tuned for a small run
-    return build_config(
-        None, landing=str(root / "landing"), warehouse=str(root / "warehouse"), java_options=SMALL_RUN_JAVA_OPTIONS
-    )
+    try:
+        results = run_bench(Path(args.root), args.size, args.history, progress)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    except RuntimeError as exc:
+        raise RuntimeFailure(str(exc)) from None
+    print(table(results), end="")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run,
+    "sql": cmd_sql,
+    "generate": cmd_generate,
+    "demo": cmd_demo,
+    "report": cmd_report,
+    "serve": cmd_serve,
+    "bench": cmd_bench,
+    "collect": cmd_collect,
+    "maintenance": cmd_maintenance,
+}

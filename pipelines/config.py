@@ -225,6 +225,23 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def typed_settings(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Settings given as text on the command line (`--set KEY=VALUE`), typed like `Config`'s fields."""
+    types = {f.name: f.type for f in dataclasses.fields(Config)}
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in types or key == "run_at":
+            raise ConfigError(f"--set: unknown setting {key!r}")
+        if key in _INT_SETTINGS:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                raise ConfigError(f"--set: {key} must be an integer, not {value!r}") from None
+        else:
+            out[key] = value or None
+    return out
+
+
 def build_config(config_file: str | None = None, **overrides: Any) -> Config:
     """Defaults, then the config file, then explicit overrides (e.g. command-line flags)."""
     base = Config()

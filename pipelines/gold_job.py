@@ -19,21 +19,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import timedelta
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from gold.controller import build_controller_health
-from gold.divergence import build_metadata_offset_divergence
-from gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
-from gold.quorum import build_quorum_health, build_quorum_status, seed_before, window_start
-from gold.replicas import build_replica_lag_sli
-from gold.views import view_statements
-from pipelines.faults import reached
-from pipelines.io import Bounds, Lakehouse
-from pipelines.session import cached, release
-from pipelines.tables import (
+from contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_CONTROLLER_HEALTH,
     GOLD_ISR_HEALTH,
@@ -47,8 +37,22 @@ from pipelines.tables import (
     SILVER_PARTITION_STATES,
     SILVER_QUORUM_SNAPSHOTS,
     SILVER_REPLICA_STATES,
-    by_name,
 )
+from gold.controller import build_controller_health
+from gold.divergence import build_metadata_offset_divergence
+from gold.isr import (
+    build_at_min_isr_episodes,
+    build_isr_health,
+    build_isr_health_by_topic,
+    earlier_starts,
+    episode_scope,
+)
+from gold.quorum import build_quorum_health, build_quorum_status, seed_before, window_start, with_voters_within_slo
+from gold.replicas import build_replica_lag_sli
+from gold.views import view_statements
+from pipelines.faults import reached
+from pipelines.session import cached, release
+from pipelines.storage import Bounds, Lakehouse
 
 Progress = Callable[[str], None]
 
@@ -143,15 +147,7 @@ def create_views(lakehouse: Lakehouse) -> None:
         "window_minutes": config.window_minutes,
     }
 
-    def resolve(name: str) -> str:
-        try:
-            return lakehouse.table_name(by_name(name))
-        except KeyError:
-            schema, view = name.split(".")
-            return f"{lakehouse.schema_name(schema)}.{view}"
-
-    for statement in view_statements(resolve, settings):
-        lakehouse.spark.sql(statement)
+    lakehouse.define_views(view_statements(lakehouse.name_of, settings))
 
 
 def _keys(batch: DataFrame, *cols: str) -> DataFrame:
@@ -196,7 +192,7 @@ def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
     )
     # voters_within_slo uses the replica SLO; the quorum snapshot SLO is on MaxFollowerLagTimeMs
     if config.replica_caught_up_slo_ms != config.quorum_lag_time_slo_ms:
-        status = _with_voters_within(status, replicas, config.replica_caught_up_slo_ms)
+        status = with_voters_within_slo(status, replicas, config.replica_caught_up_slo_ms)
     lakehouse.replace_scope(GOLD_QUORUM_STATUS, status, starts, _from_time("collected_at"), since)
 
     window_starts = starts.select("cluster_id", window_start(F.col("from_at"), config.window_minutes).alias("from_at"))
@@ -242,20 +238,6 @@ def _seed(lakehouse: Lakehouse, starts: DataFrame, since: Bounds) -> DataFrame:
     return recent
 
 
-def _with_voters_within(status: DataFrame, replicas: DataFrame, slo_ms: int) -> DataFrame:
-    within = (
-        replicas.where(F.col("is_voter"))
-        .groupBy("cluster_id", "collected_at")
-        .agg(F.count_if(F.col("caught_up_lag_ms") <= slo_ms).cast("int").alias("_within"))
-    )
-    # snapshots without replica rows keep what build_quorum_status decided (unknown, or 0 for an error response)
-    return (
-        status.join(within, ["cluster_id", "collected_at"], "left")
-        .withColumn("voters_within_slo", F.coalesce("_within", "voters_within_slo"))
-        .drop("_within")
-    )
-
-
 def _from_time(column: str):
     def match(target: DataFrame, scope: DataFrame):
         return (target["cluster_id"] == scope["cluster_id"]) & (target[column] >= scope["from_at"])
@@ -298,38 +280,15 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
     )
     release(snapshots)
 
-    # Episodes: each affected partition from the start of the episode its earliest change falls in (else from
-    # the change itself), so an ongoing episode and a late snapshot inside a closed one are both redone.
+    # Episodes: each affected partition from the start of the episode its earliest change falls in
     key = ["cluster_id", "topic", "partition"]
-    changed = batch.groupBy(*key).agg(F.min("collected_at").alias("changed_at"))
     episodes = lakehouse.read(GOLD_AT_MIN_ISR_EPISODES)
-    covering = (
-        episodes.join(changed, key)
-        .where(
-            (F.col("started_at") < F.col("changed_at"))
-            & (F.col("ended_at").isNull() | (F.col("ended_at") >= F.col("changed_at")))
-        )
-        .groupBy(*key)
-        .agg(F.min("started_at").alias("episode_start"))
-    )
-    starts = (
-        changed.join(covering, key, "left")
-        .select(*key, F.least("changed_at", F.coalesce("episode_start", "changed_at")).alias("from_at"))
-        .transform(cached)
-    )
+    starts = episode_scope(batch, episodes).transform(cached)
     since = Bounds.of(starts, "from_at").since("collected_at")
     history = (
         states.where(since.sql()).join(starts, key).where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
     )
-    flap = timedelta(minutes=config.flap_window_minutes)
-    earlier = (
-        episodes.join(starts, key)
-        .where(
-            (F.col("started_at") < F.col("from_at"))
-            & (F.col("started_at") >= F.col("from_at") - F.expr(f"INTERVAL {int(flap.total_seconds())} SECONDS"))
-        )
-        .select(*key, "started_at")
-    )
+    earlier = earlier_starts(episodes, starts, config.flap_window_minutes)
     built = build_at_min_isr_episodes(history, earlier, config.flap_window_minutes)
 
     def match(target: DataFrame, scope: DataFrame):

@@ -7,9 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipelines.io import PARQUET_TO_LANDING, Lakehouse
-from pipelines.session import release_all
-from pipelines.tables import (
+from contract.tables import (
     ALL_TABLES,
     BRONZE_INGEST_RUNS,
     BRONZE_METRICS_RAW,
@@ -17,12 +15,15 @@ from pipelines.tables import (
     BRONZE_QUORUM_RAW,
     BRONZE_SOURCES,
     GOLD_TABLES,
+    LAYERS,
     SILVER_NODE_METRICS,
     SILVER_PARTITION_STATES,
     SILVER_QUARANTINE,
     SILVER_QUORUM_SNAPSHOTS,
     SILVER_REPLICA_STATES,
 )
+from pipelines.session import release_all
+from pipelines.storage import PARQUET_TO_LANDING, Lakehouse
 
 
 @dataclass(frozen=True)
@@ -36,12 +37,9 @@ class TableSummary:
 Progress = Callable[[str], None]
 
 
-LAYER_ORDER = ("bronze", "silver", "gold")
-
-
 def run_pipeline(
     lakehouse: Lakehouse,
-    layers: tuple[str, ...] = LAYER_ORDER,
+    layers: tuple[str, ...] = LAYERS,
     progress: Progress = lambda _msg: None,
     timings: dict[str, float] | None = None,
 ) -> list[TableSummary]:
@@ -52,7 +50,7 @@ def run_pipeline(
     lakehouse.ensure_tables(ALL_TABLES)
     summaries: list[TableSummary] = []
     try:
-        for layer in LAYER_ORDER:
+        for layer in LAYERS:
             if layer in layers and layer in LAYER_RUNNERS:
                 started = time.monotonic()
                 runner = LAYER_RUNNERS[layer]
@@ -92,7 +90,7 @@ def full_refresh(lakehouse: Lakehouse, layers: tuple[str, ...], progress: Progre
     # what follows reads whole tables, whatever is new: the engine follows their size (see rebuild_size)
     lakehouse.rebuild_bytes = rebuild_size(lakehouse, layers)
     lakehouse.tune_for(0)
-    for layer in LAYER_ORDER:
+    for layer in LAYERS:
         if layer not in layers:
             continue
         progress(f"{layer}: full refresh: emptying {', '.join(s.name for s in REFRESHED[layer])}")
@@ -111,7 +109,7 @@ def rebuild_size(lakehouse: Lakehouse, layers: tuple[str, ...]) -> int | None:
     if "bronze" in layers:
         return None
     sources = {"silver": tuple(BRONZE_SOURCES.values()), "gold": gold_job.SOURCES}
-    read = [spec for layer in LAYER_ORDER if layer in layers for spec in sources.get(layer, ())]
+    read = [spec for layer in LAYERS if layer in layers for spec in sources.get(layer, ())]
     return PARQUET_TO_LANDING * sum(lakehouse.size_bytes(spec) for spec in read)
 
 
@@ -138,13 +136,13 @@ def ingest_bronze(
 
 
 def build_silver(lakehouse: Lakehouse, progress: Progress, timings: dict[str, float]) -> list[TableSummary]:
-    from pipelines.silver_job import run_silver
+    from pipelines.silver_job import FLOWS, run_silver
 
     stats = run_silver(lakehouse, progress)
     timings["silver_dq"] = round(stats.dq_seconds, 3)
     share = stats.dq_seconds / stats.total_seconds if stats.total_seconds else 0.0
     progress(f"silver: data quality took {stats.dq_seconds:.1f}s of {stats.total_seconds:.1f}s ({share:.0%})")
-    tables = ["silver.quorum_snapshots", "silver.replica_states", "silver.partition_states", "silver.node_metrics"]
+    tables = [spec.name for flow in FLOWS for spec in flow.outputs]
     return [TableSummary(t, stats.rows.get(t, 0), stats.quarantined.get(t, 0)) for t in tables]
 
 

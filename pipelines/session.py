@@ -1,7 +1,9 @@
 """The Spark session: local Spark with Delta on disk, or the session Databricks hands us.
 
 One session per process. Locally it must be the first SparkSession the process creates, because
-`spark.jars.packages` is only read when the JVM starts (lakehouse-ecosystem.md §1.4).
+`spark.jars.packages` is only read when the JVM starts: PySpark launches its Py4J gateway JVM once per process and
+applies the packages only then, so a Delta-configured session built after a plain one (even a stopped one) gets
+no Delta jars.
 
 A session is either classic (a JVM behind Py4J: local Spark, Databricks classic compute) or a Spark Connect client
 (Databricks serverless, or any Connect server named by the `spark_remote` setting). A Connect session has no
@@ -17,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.config import Config
+from pipelines.errors import RuntimeFailure, one_line
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 
@@ -254,6 +258,7 @@ def fetch_locked_jars(lock: Path | None = None) -> list[str]:
 _START_ONCE = """
 import sys
 from pipelines.config import Config
+from pipelines.errors import RuntimeFailure, one_line
 from pipelines.session import get_spark
 get_spark(Config(warehouse=sys.argv[1]), "quorumlake-prepare").stop()
 """
@@ -265,9 +270,10 @@ import sys, tempfile
 from pathlib import Path
 from pyspark import SparkContext
 from pipelines.config import Config
-from pipelines.io import Lakehouse
+from pipelines.errors import RuntimeFailure, one_line
+from pipelines.storage import Lakehouse
 from pipelines.session import _local_builder
-from pipelines.tables import ALL_TABLES, PIPELINE_RUNS, SILVER_QUORUM_SNAPSHOTS
+from contract.tables import ALL_TABLES, PIPELINE_RUNS, SILVER_QUORUM_SNAPSHOTS
 with tempfile.TemporaryDirectory(dir=sys.argv[1] if Path(sys.argv[1]).is_dir() else None) as root:
     config = Config(warehouse=root)
     spark = _local_builder(config, "quorumlake-prepare", Path(sys.argv[2])).getOrCreate()
@@ -411,3 +417,31 @@ if __name__ == "__main__":  # `python -m pipelines.session [WAREHOUSE]`: what sc
 
     built = prepare(Config(warehouse=sys.argv[1] if len(sys.argv) > 1 else tempfile.gettempdir()))
     print(f"Spark prepared (class archive: {built or 'not built'})")
+
+
+def start_with_output_to_log(config: Config, start: Callable[[], SparkSession]) -> SparkSession:
+    """Run `start` (which starts the JVM) with the process's stdout and stderr sent to <warehouse>/_logs/spark.log:
+    Ivy prints to stdout and log4j to stderr, and the JVM keeps the descriptors it inherits for its lifetime, so its
+    chatter stays out of the user's terminal or pipe. QUORUMLAKE_JVM_STDERR=inherit keeps the terminal."""
+    if os.environ.get("QUORUMLAKE_JVM_STDERR") == "inherit":
+        return start()
+    log_dir = Path(config.warehouse) / "_logs"
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log = open(log_dir / "spark.log", "ab")  # noqa: SIM115 - the JVM keeps the descriptor for its lifetime
+    except OSError:
+        return start()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    for fd in saved:
+        os.dup2(log.fileno(), fd)
+    try:
+        return start()
+    except Exception as exc:
+        raise RuntimeFailure(f"could not start Spark: {one_line(exc)} (details in {log_dir / 'spark.log'})") from None
+    finally:
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
+        log.close()

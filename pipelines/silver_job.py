@@ -24,12 +24,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from expectations.gx_runner import GxValidator
-from expectations.rules import load_suite, rule_params, with_failed_rules
-from pipelines.faults import describe, fail_if, reached
-from pipelines.io import Bounds, Lakehouse
-from pipelines.session import cached, release
-from pipelines.tables import (
+from contract.tables import (
     BRONZE_METRICS_RAW,
     BRONZE_PARTITIONS_RAW,
     BRONZE_QUORUM_RAW,
@@ -41,6 +36,11 @@ from pipelines.tables import (
     SILVER_REPLICA_STATES,
     TableSpec,
 )
+from expectations.gx_runner import GxValidator
+from expectations.rules import load_suite, rule_params, with_failed_rules
+from pipelines.faults import describe, fail_if, reached
+from pipelines.session import cached, release
+from pipelines.storage import Bounds, Lakehouse
 from silver.common import rejected, row_failures
 from silver.metrics import parse_node_metrics, split_node_metrics
 from silver.partitions import parse_partition_states, split_partition_states

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,22 @@ AUTH_MODES = ("LDAP", "KERBEROS", "CUSTOM")
 
 class AuthConfigError(ValueError):
     pass
+
+
+def start_thrift_server(spark, settings: dict[str, str], read_only: bool = True) -> Callable[[], None]:
+    """Start Spark's Thrift JDBC/ODBC server over this session's catalog with the `hive.server2.*` `settings`
+    (read-only behind the parser guard unless `read_only` is False); returns the function that stops it."""
+    session, guard = read_only_session(spark) if read_only else (spark._jsparkSession, None)
+    jvm = spark.sparkContext._jvm
+    for key, value in settings.items():
+        session.sessionState().conf().setConfString(key, value)
+        jvm.java.lang.System.setProperty(key, value)
+    server = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithSparkSession(session, False)
+
+    def stop(_guard=guard) -> None:  # holds the guard (a Py4J callback the JVM calls) as long as the server runs
+        server.stop()
+
+    return stop
 
 
 def thrift_auth_settings(path: str | Path) -> dict[str, str]:

@@ -5,9 +5,9 @@
 - `parse_status`: `kafka-metadata-quorum describe --status`, one dict per capture (feeds `silver.quorum_snapshots`).
 - `parse_topics`: `kafka-topics --describe`, one dict per partition line (feeds `silver.partition_states`).
 
-Formats as in `kafka-surfaces.md` §3.2, §3.3 and §5.2. Every parser raises `CaptureError` (a `ValueError`) with a
-one-line message naming the 1-based line when the text is not a valid capture. Lines may end in CRLF; blank lines
-are ignored wherever they appear.
+Formats as in `docs/kafka-surfaces.md` §3.2, §3.3 and §5.2. Every parser raises `CaptureError` (a `ValueError`)
+with a one-line message naming the 1-based line when the text is not a valid capture. Lines may end in CRLF; blank
+lines are ignored wherever they appear.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import re
 
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+from contract.kafka import INTEGER, ZERO_UUID
+
 LAYOUT_OLD = "3.3-3.8"
 LAYOUT_NEW = "3.9+"
 STATUSES = ("Leader", "Follower", "Observer")
@@ -31,7 +32,6 @@ STATUS_LABELS = {
     "CurrentObservers": "observers",
 }
 
-_INT = re.compile(r"^-?\d+$")
 _MS_AGO = re.compile(r"^(\d+) ms ago$")
 _CONFIG_KEY = re.compile(r"^[A-Za-z0-9._-]+=")
 
@@ -51,7 +51,7 @@ def _lines(text: str) -> list[tuple[int, str]]:
 
 def _int(value: str, what: str, line_number: int) -> int:
     value = value.strip()
-    if not _INT.match(value):
+    if not INTEGER.match(value):
         raise CaptureError(f"line {line_number}: {what} {value[:40]!r} is not an integer")
     if len(value.lstrip("-")) > 19:  # beyond 64 bits (and Python refuses int() of more than 4300 digits)
         raise CaptureError(f"line {line_number}: {what} {value[:40]!r}... is out of range (more than 64 bits)")

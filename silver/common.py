@@ -5,16 +5,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-QUARANTINE_COLUMNS = [
-    "quarantine_id",
-    "target_table",
-    "failed_rules",
-    "reason",
-    "record",
-    "record_id",
-    "source_file",
-    "ingested_at",
-]
+from contract.tables import SILVER_QUARANTINE
+
+# silver.quarantine's columns but `quarantined_at`, the run's time, which the job stamps (time is not the layer's)
+QUARANTINE_COLUMNS = [c for c in SILVER_QUARANTINE.column_names if c != "quarantined_at"]
 
 
 def latest_per_key(rows: DataFrame, key: list[str], order: list[str]) -> DataFrame:

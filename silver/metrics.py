@@ -12,26 +12,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from contract.tables import SILVER_NODE_METRICS
 from silver.common import latest_per_key, parsed_once, quarantine_rows
 from silver.prometheus_text import canonical_from_mbean, canonical_metric, node_role, parse_exposition
 from silver.udf_guard import guarded, out_of_range
 
-METRIC_COLUMNS = [
-    "cluster_id",
-    "node_id",
-    "scraped_at",
-    "metric",
-    "topic",
-    "partition",
-    "value",
-    "node_role",
-    "source_name",
-    "state",
-    "source",
-    "record_id",
-    "source_file",
-    "ingested_at",
-]
 KEY = ["cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"]
 
 _SAMPLE = T.StructType(
@@ -201,6 +186,6 @@ def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataF
         _role_udf(F.collect_set("metric")).alias("node_role")
     )
     return (
-        samples.join(roles, ["cluster_id", "node_id", "scraped_at"]).select(*METRIC_COLUMNS),
+        samples.join(roles, ["cluster_id", "node_id", "scraped_at"]).select(*SILVER_NODE_METRICS.column_names),
         rejected_lines.unionByName(rejected_jmx),
     )

@@ -1,7 +1,8 @@
 """silver.partition_states: one row per partition per snapshot (cluster, capture time, topic, partition), from
 partition-state JSON Lines and `kafka-topics --describe` captures, with the KIP-427 flags as `kafka-topics` decides
-them (contract §2): offline = no leader; under min ISR = offline or |ISR| < min ISR; at min ISR = |ISR| = min ISR;
-under-replicated = replication factor (replicas minus adding replicas) − |ISR| > 0; `status` is the most severe.
+them (docs/contract.md §2): offline = no leader; under min ISR = offline or |ISR| < min ISR; at min ISR = |ISR| =
+min ISR; under-replicated = replication factor (replicas minus adding replicas) − |ISR| > 0; `status` is the most
+severe.
 """
 
 from __future__ import annotations
@@ -10,34 +11,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from contract.tables import SILVER_PARTITION_STATES
 from silver.cli_text import CaptureError, parse_topics
 from silver.common import latest_per_key, parsed_once, rejected
 from silver.udf_guard import guarded
 
-PARTITION_COLUMNS = [
-    "cluster_id",
-    "collected_at",
-    "topic",
-    "partition",
-    "leader_id",
-    "replicas",
-    "isr",
-    "min_isr",
-    "replication_factor",
-    "isr_size",
-    "is_offline",
-    "is_under_min_isr",
-    "is_at_min_isr",
-    "is_under_replicated",
-    "status",
-    "adding_replicas",
-    "removing_replicas",
-    "elr",
-    "source",
-    "record_id",
-    "source_file",
-    "ingested_at",
-]
 _JSON_SCHEMA = (
     "topic STRING, partition INT, leader INT, replicas ARRAY<INT>, isr ARRAY<INT>, min_isr INT, "
     "adding_replicas ARRAY<INT>, removing_replicas ARRAY<INT>, elr ARRAY<INT>"
@@ -123,7 +101,7 @@ def split_partition_states(from_json: DataFrame, captures: DataFrame) -> tuple[D
         ["cluster_id", "collected_at", "topic", "partition"],
         order=["ingested_at", "record_id", "_line"],
     )
-    return rows.transform(with_partition_flags).select(*PARTITION_COLUMNS), bad
+    return rows.transform(with_partition_flags).select(*SILVER_PARTITION_STATES.column_names), bad
 
 
 def with_partition_flags(rows: DataFrame) -> DataFrame:

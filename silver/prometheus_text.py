@@ -7,8 +7,8 @@ one row per node per scrape per metric (per topic and partition for the partitio
 - `canonical_from_mbean`: the same for a Jolokia-style read (JMX ObjectName + attribute).
 - `node_role`: `controller`, `broker` or `combined` from the canonical names a node exposes.
 
-Naming facts are in `kafka-surfaces.md` §4 and §6; the canonical names in `contract.md` §2 (silver). Beyond the
-contract's list, the KRaft controller-health series behind `gold.controller_health` are canonical too:
+Naming facts are in `docs/kafka-surfaces.md` §4 and §6; the canonical names in `docs/contract.md` §2 (silver).
+Beyond the contract's list, the KRaft controller-health series behind `gold.controller_health` are canonical too:
 `raft_current_vote`, `raft_number_unknown_voter_connections`, `raft_commit_latency_avg|max`,
 `raft_election_latency_avg|max`, `raft_append_records_rate`, `raft_fetch_records_rate`,
 `controller_fenced_broker_count`, `controller_active_broker_count`, `controller_metadata_error_count`,
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+
+from contract.kafka import INTEGER
 
 SAMPLE_TYPES = ("counter", "gauge", "histogram", "summary", "untyped", "unknown")
 FAMILY_SUFFIXES = ("_total", "_count", "_sum", "_bucket")
@@ -37,7 +39,7 @@ _CANONICAL = {
         "lastappliedrecordlagms": "last_applied_record_lag_ms",
         "activecontrollercount": "active_controller_count",
         "offlinepartitionscount": "offline_partitions_count",
-        # ControllerMetadataMetrics (every controller) and QuorumControllerMetrics (3.6+), kafka-surfaces.md §4.1
+        # ControllerMetadataMetrics (every controller) and QuorumControllerMetrics (3.6+), docs/kafka-surfaces.md §4.1
         "fencedbrokercount": "fenced_broker_count",
         "activebrokercount": "active_broker_count",
         "metadataerrorcount": "metadata_error_count",
@@ -75,8 +77,8 @@ _CANONICAL.update(
             "high_watermark",
             "log_end_offset",
             "current_state",
-            # KRaft controller health (raft-metrics on every node, kafka-surfaces.md §4.3). The Strimzi rules type
-            # `*-max` as COUNTER, so jmx_exporter 1.x writes `..._commit_latency_max_total`: the `_total` is
+            # KRaft controller health (raft-metrics on every node, docs/kafka-surfaces.md §4.3). The Strimzi rules
+            # type `*-max` as COUNTER, so jmx_exporter 1.x writes `..._commit_latency_max_total`: the `_total` is
             # stripped below because the base is known. Idle Avg/Max read NaN, kept as NaN in silver.
             "current_vote",
             "number_unknown_voter_connections",
@@ -93,7 +95,6 @@ _CANONICAL.update(
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _FLOAT = re.compile(r"^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
-_INT = re.compile(r"^-?\d+$")
 _UNESCAPE = {"\\": "\\", '"': '"', "n": "\n"}
 
 
@@ -187,7 +188,7 @@ def _sample(line: str) -> tuple[str, dict[str, str], float, int | None]:
         raise _LineError(f"value {tokens[0]!r} is not a number")
     timestamp = None
     if len(tokens) == 2:
-        if not _INT.match(tokens[1]):
+        if not INTEGER.match(tokens[1]):
             raise _LineError(f"timestamp {tokens[1]!r} is not an integer")
         timestamp = int(tokens[1])
     return name, labels, float(tokens[0]), timestamp
@@ -254,7 +255,7 @@ def _escape(value: str) -> str:
 
 
 def _partition(value: str | None) -> int | None:
-    return int(value) if value is not None and _INT.match(value.strip()) else None
+    return int(value) if value is not None and INTEGER.match(value.strip()) else None
 
 
 def _result(metric: str, labels: dict[str, str], source_name: str, state: str | None = None) -> dict:

@@ -1,12 +1,12 @@
 """silver.quorum_snapshots (one row per quorum snapshot: cluster, capture time) and silver.replica_states (one row per
 replica per snapshot), from DescribeQuorum JSON envelopes (v0, v1, v2 and newer) and kafka-metadata-quorum captures.
 
-Definitions (contract §2): the snapshot's reference time `ref_ms` is the leader's own `lastCaughtUpTimestamp`
-(the leader's clock when it answered), else the capture time. `offset_lag` = leader LEO − replica LEO,
-`caught_up_lag_ms` = ref − lastCaughtUp, `fetch_age_ms` = ref − lastFetch; NULL when unknown (-1); the leader's own
-row has 0 for all three. An error response keeps its snapshot row (code, message, NULL leader/epoch/HW) and has no
-replica rows. CLI captures take the cluster from the path; a `--status` capture of the same time adds the epoch,
-the high watermark and the voters' response order.
+Definitions (docs/contract.md §2): the snapshot's reference time `ref_ms` is the leader's own
+`lastCaughtUpTimestamp` (the leader's clock when it answered), else the capture time. `offset_lag` = leader LEO −
+replica LEO, `caught_up_lag_ms` = ref − lastCaughtUp, `fetch_age_ms` = ref − lastFetch; NULL when unknown (-1); the
+leader's own row has 0 for all three. An error response keeps its snapshot row (code, message, NULL
+leader/epoch/HW) and has no replica rows. CLI captures take the cluster from the path; a `--status` capture of the
+same time adds the epoch, the high watermark and the voters' response order.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from bronze.raw import MAX_EPOCH_MS, MIN_EPOCH_MS, epoch_ms_to_timestamp
+from contract.kafka import ZERO_UUID
+from contract.tables import SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES
 from silver.cli_text import CaptureError, parse_replication, parse_status
 from silver.common import latest_per_key, parsed_once, rejected
 from silver.udf_guard import guarded
-
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 _REPLICA = (
     "STRUCT<replicaId: INT, replicaDirectoryId: STRING, logEndOffset: BIGINT, lastFetchTimestamp: BIGINT, "
@@ -40,45 +40,6 @@ RAW_RESPONSE_SCHEMA = (
 _PARTITION_NUMBERS = ("partitionIndex", "errorCode", "leaderId", "leaderEpoch", "highWatermark")
 _REPLICA_NUMBERS = ("replicaId", "logEndOffset", "lastFetchTimestamp", "lastCaughtUpTimestamp")
 _REPLICA_TIMESTAMPS = ("lastFetchTimestamp", "lastCaughtUpTimestamp")
-
-SNAPSHOT_COLUMNS = [
-    "cluster_id",
-    "collected_at",
-    "source",
-    "api_version",
-    "leader_id",
-    "leader_epoch",
-    "high_watermark",
-    "voter_count",
-    "observer_count",
-    "voter_ids",
-    "error_code",
-    "error_message",
-    "ref_at",
-    "kafka_cluster_id",
-    "cli_max_follower_lag",
-    "cli_max_follower_lag_time_ms",
-    "record_ids",
-    "ingested_at",
-]
-REPLICA_COLUMNS = [
-    "cluster_id",
-    "collected_at",
-    "replica_id",
-    "is_voter",
-    "position",
-    "replica_directory_id",
-    "role",
-    "log_end_offset",
-    "last_fetch_at",
-    "last_caught_up_at",
-    "offset_lag",
-    "caught_up_lag_ms",
-    "fetch_age_ms",
-    "source",
-    "record_id",
-    "ingested_at",
-]
 
 
 def build_quorum_snapshots(bronze: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
@@ -110,8 +71,8 @@ def split_quorum(admin: DataFrame, cli: DataFrame) -> tuple[DataFrame, DataFrame
     keep = winners.select("cluster_id", "collected_at", "_winner")
     replicas = admin_rep.unionByName(cli_rep).join(keep, ["cluster_id", "collected_at", "_winner"], "left_semi")
     return (
-        winners.select(*SNAPSHOT_COLUMNS),
-        replicas.select(*REPLICA_COLUMNS),
+        winners.select(*SILVER_QUORUM_SNAPSHOTS.column_names),
+        replicas.select(*SILVER_REPLICA_STATES.column_names),
         admin_rej.unionByName(cli_rej),
     )
 

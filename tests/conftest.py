@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.config import Config
-from pipelines.io import Lakehouse
 from pipelines.session import SMALL_RUN_JAVA_OPTIONS, get_spark, quiet
+from pipelines.storage import Lakehouse
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
@@ -41,6 +41,14 @@ def spark(tmp_path_factory):
     Lakehouse(session, config).tune_for(0)  # every test's data is tiny: the engine of a small run
     yield session
     session.stop()
+
+
+@pytest.fixture
+def drop_cached(spark):
+    """Empties Spark's cache after the test: for a test file whose helpers cache the DataFrames a test looks at more
+    than once (`pytestmark = pytest.mark.usefixtures("drop_cached")`)."""
+    yield
+    spark.catalog.clearCache()
 
 
 @pytest.fixture
@@ -95,7 +103,7 @@ SLOWEST_FIRST = (  # the suite profiled on 2026-11-26 (`--durations=0`, two work
     "tests/unit/test_silver_quorum.py",  # ~140 s
     "tests/e2e/test_gold_e2e.py",  # ~130 s
     "tests/unit/test_bronze_raw.py",  # ~125 s
-    "tests/unit/test_io.py",  # ~105 s
+    "tests/unit/test_storage.py",  # ~105 s
     "tests/unit/test_expectations.py",  # ~70 s
     "tests/e2e/test_silver_e2e.py",  # ~60 s
     "tests/e2e/test_bronze_e2e.py",  # ~50 s

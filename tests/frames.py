@@ -40,6 +40,21 @@ def assert_frames_equal(
         assert_basic_rows_equality(got, want)
 
 
+def check_rows(
+    actual: DataFrame, columns: list[str], schema: str, rows: list[tuple], *, allow_nan_equality: bool = False
+) -> None:
+    """`actual`'s `columns` hold exactly `rows`, in any order: `rows` made a DataFrame of the DDL `schema` and compared
+    with `assert_frames_equal` (nullability not compared; NaN equal to NaN only with `allow_nan_equality`)."""
+    expected = actual.sparkSession.createDataFrame(rows, schema)
+    assert_frames_equal(
+        actual.select(*columns),
+        expected,
+        ignore_row_order=True,
+        ignore_nullable=True,
+        allow_nan_equality=allow_nan_equality,
+    )
+
+
 def _order(value: Any) -> tuple:
     """A sort key that orders any collected value (None, NaN, nested rows, arrays and maps among them) and gives
     equal values equal keys, whatever the order a map's entries came in."""

@@ -1,5 +1,5 @@
-"""Where and how the collector writes: the landing-zone layout of the data contract (§1), one file per capture,
-written atomically (a temporary name starting with `.`, which the pipeline ignores, then a rename).
+"""Where and how the collector writes: the landing-zone layout of the data contract (docs/contract.md §1), one file
+per capture, written atomically (a temporary name starting with `.`, which the pipeline ignores, then a rename).
 
 - `quorum/cluster=<id>/<collected_at_ms>.jsonl`: one DescribeQuorum envelope line;
 - `partitions/cluster=<id>/<collected_at_ms>.jsonl`: one line per partition;
@@ -9,7 +9,7 @@ A failed capture is written too, in a form the pipeline reads into `silver.quara
 an envelope without `response` (bronze: "missing field 'response'") carrying `"error"`; a partitions line without
 partition fields, carrying `"error"`; a scrape holding only a `# quorumlake collect: ...` comment line (bronze:
 "no samples in the scrape"). Kafka's own error responses (e.g. CLUSTER_AUTHORIZATION_FAILED) are written as
-received: the pipeline keeps them as error snapshots (contract §2).
+received: the pipeline keeps them as error snapshots (docs/contract.md §2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Partition states for the collector: one contract record per partition (`partitions/*.jsonl`, contract §1).
+"""Partition states for the collector: one contract record per partition (`partitions/*.jsonl`,
+docs/contract.md §1).
 
 Leader, replicas, ISR and Eligible Leader Replicas come from DescribeTopicPartitions (KIP-966, Kafka 3.8+) when the
 broker supports it, else from Metadata. `min_isr` is the topic's effective `min.insync.replicas` from
@@ -144,7 +145,7 @@ def partition_states(brokers: Sequence[str], settings: ClientSettings, timeout_s
 
 
 def partition_record(cluster_id: str, collected_at_ms: int, state: PartitionState, min_isr: int) -> dict[str, Any]:
-    """One `partitions/*.jsonl` line (contract §1)."""
+    """One `partitions/*.jsonl` line (docs/contract.md §1)."""
     record: dict[str, Any] = {
         "cluster_id": cluster_id,
         "collected_at_ms": collected_at_ms,

@@ -1,6 +1,6 @@
 """DescribeQuorum (API key 55) for the collector, and its rendering in the shape of Kafka's generated JSON converter
-(`DescribeQuorumResponseDataJsonConverter.write(data, version)`, kafka-surfaces.md §1.3): lowerCamelCase keys in
-schema order, only the fields of the negotiated version, uuids as URL-safe base64 without padding.
+(`DescribeQuorumResponseDataJsonConverter.write(data, version)`, docs/kafka-surfaces.md §1.3): lowerCamelCase
+keys in schema order, only the fields of the negotiated version, uuids as URL-safe base64 without padding.
 
 Through a broker (`--bootstrap-server`) the request is forwarded to the active controller; through controllers
 (`--bootstrap-controller`) DescribeCluster (endpoint type controller, KIP-919) names the active controller first.
@@ -21,6 +21,7 @@ from kafka.protocol.admin import (
     DescribeQuorumResponse,
 )
 
+from contract.kafka import ZERO_UUID
 from pipelines.collect.settings import ClientSettings
 from pipelines.collect.wire import CollectError, KafkaConnection, error_name, first_reachable
 
@@ -36,9 +37,6 @@ class QuorumResult:
     response: dict  # the JSON-converter rendering
     kafka_cluster_id: str | None
     answered_by: str
-
-
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
 def kafka_uuid(value: Any) -> str:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime
 from html import escape
 from typing import Any
 
-from pyspark.sql import SparkSession
-
+from contract.tables import resolve_names
 from pipelines.report.svg import line_chart, timeline_chart
 
 CSS = """
@@ -28,21 +28,32 @@ def _ms(ts: datetime | None) -> float | None:
     return None if ts is None else ts.timestamp() * 1000
 
 
-def _rows(spark: SparkSession, sql: str) -> list[dict[str, Any]]:
-    return [r.asDict() for r in spark.sql(sql).collect()]
+# The report's queries, over contract names in braces (resolved to a lakehouse's own names by `queries`).
+_QUERIES = {
+    "overview": "SELECT * FROM {gold.v_fleet_overview} ORDER BY cluster_id",
+    "lag": "SELECT cluster_id, replica_id, window_start, max_caught_up_lag_ms FROM {gold.replica_lag_sli} "
+    "WHERE is_voter ORDER BY window_start",
+    "sli": "SELECT cluster_id, window_start, sli FROM {gold.quorum_health} ORDER BY window_start",
+    "isr": "SELECT cluster_id, collected_at, at_min_isr, under_min_isr, offline FROM {gold.isr_health} "
+    "ORDER BY collected_at",
+    "episodes": "SELECT e.*, l.last_at FROM {gold.at_min_isr_episodes} e JOIN (SELECT cluster_id, "
+    "max(collected_at) AS last_at FROM {gold.isr_health} GROUP BY cluster_id) l USING (cluster_id) ORDER BY started_at",
+    "divergence": "SELECT cluster_id, node_id, scraped_at, divergence_records FROM {gold.metadata_offset_divergence} "
+    "WHERE node_role <> 'controller' ORDER BY scraped_at",
+}
 
 
-def build_report(spark: SparkSession, names: dict[str, str], slo_ms: int, generated_at: datetime) -> str:
-    """The HTML page; `names` maps contract names (`gold.quorum_health`) to the names to query."""
-    n = names.__getitem__
-    overview = _rows(spark, f"SELECT * FROM {n('gold.v_fleet_overview')} ORDER BY cluster_id")
+def queries(resolve: Callable[[str], str]) -> dict[str, str]:
+    """The SQL of each of the report's datasets, with contract names (`gold.quorum_health`) given by `resolve`."""
+    return {key: resolve_names(sql, resolve) for key, sql in _QUERIES.items()}
+
+
+def build_report(data: dict[str, list[dict[str, Any]]], slo_ms: int, generated_at: datetime) -> str:
+    """The HTML page from the rows of each of `queries`' datasets."""
+    overview = data["overview"]
     sections = [_overview_table(overview)]
 
-    lag = _rows(
-        spark,
-        f"SELECT cluster_id, replica_id, window_start, max_caught_up_lag_ms FROM "
-        f"{n('gold.replica_lag_sli')} WHERE is_voter ORDER BY window_start",
-    )
+    lag = data["lag"]
     by_cluster: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for r in lag:
         by_cluster[r["cluster_id"]][f"voter {r['replica_id']}"].append(
@@ -59,7 +70,7 @@ def build_report(spark: SparkSession, names: dict[str, str], slo_ms: int, genera
     ]
     sections.append(_section("Voter caught-up lag over time, per cluster", charts))
 
-    sli = _rows(spark, f"SELECT cluster_id, window_start, sli FROM {n('gold.quorum_health')} ORDER BY window_start")
+    sli = data["sli"]
     series: dict[str, list] = defaultdict(list)
     for r in sli:
         series[r["cluster_id"]].append((_ms(r["window_start"]), None if r["sli"] is None else 100 * r["sli"]))
@@ -77,11 +88,7 @@ def build_report(spark: SparkSession, names: dict[str, str], slo_ms: int, genera
         )
     )
 
-    isr = _rows(
-        spark,
-        f"SELECT cluster_id, collected_at, at_min_isr, under_min_isr, offline FROM "
-        f"{n('gold.isr_health')} ORDER BY collected_at",
-    )
+    isr = data["isr"]
     per_cluster: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for r in isr:
         t = _ms(r["collected_at"])
@@ -99,12 +106,7 @@ def build_report(spark: SparkSession, names: dict[str, str], slo_ms: int, genera
         )
     )
 
-    episodes = _rows(
-        spark,
-        f"SELECT e.*, l.last_at FROM {n('gold.at_min_isr_episodes')} e JOIN (SELECT cluster_id, "
-        f"max(collected_at) AS last_at FROM {n('gold.isr_health')} GROUP BY cluster_id) l "
-        "USING (cluster_id) ORDER BY started_at",
-    )
+    episodes = data["episodes"]
     rows = [
         (
             f"{e['cluster_id'][:18]} {e['topic'][:14]}-{e['partition']}",
@@ -117,11 +119,7 @@ def build_report(spark: SparkSession, names: dict[str, str], slo_ms: int, genera
     ]
     sections.append(_section("AtMinIsr episodes", [timeline_chart("AtMinIsr episodes per partition", rows[:60])]))
 
-    div = _rows(
-        spark,
-        f"SELECT cluster_id, node_id, scraped_at, divergence_records FROM "
-        f"{n('gold.metadata_offset_divergence')} WHERE node_role <> 'controller' ORDER BY scraped_at",
-    )
+    div = data["divergence"]
     per_node: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for r in div:
         per_node[r["cluster_id"]][f"node {r['node_id']}"].append((_ms(r["scraped_at"]), r["divergence_records"]))

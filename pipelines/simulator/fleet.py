@@ -1,5 +1,5 @@
-"""Generate a deterministic landing zone for a simulated Kafka fleet (contract §1): DescribeQuorum JSON lines and CLI
-captures, Prometheus scrapes or Jolokia lines, partition JSON lines and `kafka-topics --describe` captures.
+"""Generate a deterministic landing zone for a simulated Kafka fleet (docs/contract.md §1): DescribeQuorum JSON lines
+and CLI captures, Prometheus scrapes or Jolokia lines, partition JSON lines and `kafka-topics --describe` captures.
 
 Clusters are simulated one after the other and written as they go, so memory does not grow with the fleet or the
 time range. The same FleetSpec always produces byte-identical files.

@@ -1,6 +1,6 @@
-"""Rendering of partition replication state: the collector's JSON lines (contract §1) and `kafka-topics --describe`
-stdout (docs/kafka-surfaces.md §5.2: a header per topic, TAB-led partition lines, `Leader: none`, Elr/LastKnownElr
-from 3.8 on)."""
+"""Rendering of partition replication state: the collector's JSON lines (docs/contract.md §1) and
+`kafka-topics --describe` stdout (docs/kafka-surfaces.md §5.2: a header per topic, TAB-led partition lines,
+`Leader: none`, Elr/LastKnownElr from 3.8 on)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from contract.kafka import ZERO_UUID
 from pipelines.simulator.cluster import QuorumView, ReplicaView
-from pipelines.simulator.topology import CONTROLLER_PORT, ZERO_UUID, ClusterTopology
+from pipelines.simulator.topology import CONTROLLER_PORT, ClusterTopology
 
 METADATA_TOPIC = "__cluster_metadata"
 ERROR_MESSAGES = {

@@ -11,6 +11,8 @@ import base64
 import random
 from dataclasses import dataclass
 
+from contract.kafka import ZERO_UUID
+
 # DescribeQuorum api_version by cluster index (mostly v2/v1, some v0).
 API_VERSION_CYCLE = (2, 1, 2, 0, 1, 2)
 # Scenarios whose signature lives in the v1+ timestamps: never rendered as v0.
@@ -31,7 +33,6 @@ TOPIC_NAMES = (
 )
 CONTROLLER_ID_BASE = 3000
 CONTROLLER_PORT = 9093
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
 class Noise:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from contract.tables import BRONZE_SOURCES
 from pipelines import cli
-from pipelines.tables import BRONZE_SOURCES
 from tests import read_back
 
 DATA = Path(__file__).parents[1] / "data"
@@ -129,7 +129,7 @@ def test_a_new_file_adds_exactly_its_records_and_a_copy_adds_none(spark, zone, t
     # imports Great Expectations meanwhile)
     from pipelines.bronze_job import run_bronze
     from pipelines.config import Config
-    from pipelines.io import Lakehouse
+    from pipelines.storage import Lakehouse
 
     said: list[str] = []
     lakehouse = Lakehouse(spark, Config(landing=str(zone), warehouse=str(warehouse)))

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,24 +25,19 @@ from pathlib import Path
 import pytest
 
 import pipelines
+from contract.tables import ALL_TABLES, LAYERS, PIPELINE_RUNS
 from pipelines import cli
 from pipelines.config import Config
-from pipelines.io import INTERPRETED_ENGINE
 from pipelines.session import SMALL_RUN_JAVA_OPTIONS, connect_server_command
-from pipelines.tables import ALL_TABLES, PIPELINE_RUNS
+from pipelines.storage import INTERPRETED_ENGINE
 from tests import read_back
 from tests.conftest import build_wheel
+from tests.helpers import accepts_connections, free_port
 
 DATA = Path(__file__).parent.parent / "data"
 ROOT = Path(pipelines.__file__).resolve().parent.parent  # the checkout under test
 START_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 1800
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env(python: Path | None = None, **extra: str) -> dict[str, str]:
@@ -56,14 +50,6 @@ def _env(python: Path | None = None, **extra: str) -> dict[str, str]:
     env["PYSPARK_PYTHON"] = str(python or sys.executable)
     env.update(extra)
     return env
-
-
-def _listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +80,7 @@ def wheel_python(tmp_path_factory) -> Path:
 def test_the_wheel_installs_the_databricks_jobs_entry_points(wheel_python):
     # the Databricks job's three entry points are installed and reach the CLI (their usage, no Spark started); the
     # pipeline itself runs from the wheel in `databricks_run` below
-    for layer in ("bronze", "silver", "gold"):
+    for layer in LAYERS:
         usage = subprocess.run(
             [str(wheel_python.parent / f"quorumlake-{layer}"), "--help"], capture_output=True, text=True, timeout=120
         )
@@ -106,7 +92,7 @@ def connect_url(wheel_python, tmp_path_factory):
     """A local Spark Connect server with Delta, for this module, whose Python workers (UDFs) run the wheel's venv;
     stopped with every process it started."""
     root = tmp_path_factory.mktemp("connect-server")
-    port = _free_port()
+    port = free_port()
     config = Config(
         warehouse=str(root / "warehouse"),
         spark_master="local[2]",
@@ -135,7 +121,7 @@ def connect_url(wheel_python, tmp_path_factory):
         )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not _listening(port):
+        while not accepts_connections("127.0.0.1", port):
             if server.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(
                     f"Spark Connect server did not start (exit {server.poll()}):\n"

@@ -23,8 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from contract.tables import ALL_TABLES, BRONZE_SOURCES, PIPELINE_RUNS, SILVER_DQ_VALIDATIONS
 from pipelines import cli, faults
-from pipelines.tables import ALL_TABLES, BRONZE_SOURCES, PIPELINE_RUNS, SILVER_DQ_VALIDATIONS
 from tests import read_back
 
 # In the order a run reaches them (bronze inserts its sources in name order; silver reads quorum, partitions, metrics).

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from contract.tables import ALL_TABLES
 from pipelines import cli
-from pipelines.tables import ALL_TABLES
+from tests.helpers import accepts_connections, free_port, quorumlake
 
 SCENARIOS = (
     "healthy",
@@ -222,12 +223,6 @@ def test_report_renders_in_a_headless_browser(spark, fleet, tmp_path):
     assert console == []
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_dashboard_queries_run_on_the_demo_warehouse(spark, fleet):
     import json
 
@@ -383,12 +378,6 @@ def _own_address() -> str | None:
     return None if address.startswith("127.") else address
 
 
-def _reachable(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(2)
-        return s.connect_ex((host, port)) == 0
-
-
 def _beeline_run(url: str, sql: list[str], *extra: str) -> subprocess.CompletedProcess:
     """Run the statements in one beeline session; a script file with --force goes on after a failed statement."""
     beeline = _beeline()
@@ -420,7 +409,7 @@ class Server:
     def wait(self, host: str) -> None:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            if _reachable(host, self.port):
+            if accepts_connections(host, self.port):
                 return
             assert self.process.poll() is None, self.process.stdout.read()
             time.sleep(1)
@@ -442,13 +431,13 @@ def test_default_serve_is_loopback_only_and_read_only(spark, fleet):
     warehouse = fleet / "warehouse"
     before = _bronze_count(spark, warehouse)
     assert before > 0
-    port = _free_port()
+    port = free_port()
     server = Server(warehouse, port)
     try:
         server.wait("127.0.0.1")
         own = _own_address()
         if own is not None:
-            assert not _reachable(own, port), f"the default server answers on {own}"
+            assert not accepts_connections(own, port), f"the default server answers on {own}"
         url = f"jdbc:hive2://127.0.0.1:{port}/"
         # Reading arbitrary files through SQL fails, even when the client asks for runSQLOnFiles at connect time.
         # Each beeline session is a JVM of its own (~10 s), so the plain URL's session goes on with reads that work.
@@ -500,24 +489,19 @@ def test_non_loopback_serve_needs_authentication_and_refuses_unauthenticated_cli
     own = _own_address()
     if own is None:
         pytest.skip("this machine has no non-loopback IPv4 address")
-    refused = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "serve", "--host", own, "--warehouse", str(warehouse)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    refused = quorumlake("serve", "--host", own, "--warehouse", str(warehouse))
     assert refused.returncode == 2 and "without authentication" in refused.stderr
     # LDAP against a directory that is not there: nobody can log in, so nobody gets data
-    closed = _free_port()
+    closed = free_port()
     auth = tmp_path / "auth.toml"
     auth.write_text(
         f'[auth]\nmode = "LDAP"\nldap_url = "ldap://127.0.0.1:{closed}"\nldap_base_dn = "ou=people,dc=example,dc=com"\n'
     )
-    port = _free_port()
+    port = free_port()
     server = Server(warehouse, port, "--host", own, "--auth-config", str(auth))
     try:
         server.wait(own)
-        assert not _reachable("127.0.0.1", port)
+        assert not accepts_connections("127.0.0.1", port)
         url = f"jdbc:hive2://{own}:{port}/"
         for credentials in ([], ["-n", "mallory", "-p", "guess"]):
             result = _beeline_run(url, ["SELECT count(*) AS n FROM bronze.quorum_raw"], *credentials)

@@ -8,15 +8,12 @@ import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from contract.tables import ALL_TABLES, GOLD_TABLES
 from pipelines import cli
-from pipelines.tables import ALL_TABLES, GOLD_TABLES
 from tests import read_back
+from tests.helpers import at
 
 GOLD = {spec.table: spec for spec in GOLD_TABLES}
-
-
-def at(hms: str) -> datetime:
-    return datetime.fromisoformat(f"2024-10-27 {hms}")
 
 
 def ms(ts: datetime) -> int:

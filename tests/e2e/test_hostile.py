@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from bronze.raw import MAX_DECOMPRESSED_BYTES
+from contract.tables import ALL_TABLES, by_name
 from pipelines.run import run_pipeline
-from pipelines.tables import ALL_TABLES, by_name
 from tests import read_back
+from tests.helpers import set_field
 
 DATA = Path(__file__).parents[1] / "data" / "landing"
 GOOD_QUORUM = json.loads((DATA / "quorum" / "date=2024-10-27" / "describe-quorum.jsonl").read_text().splitlines()[1])
@@ -45,11 +46,7 @@ def _quorum(cluster: str, **partition_changes) -> dict:
     record["cluster_id"] = cluster
     partition = record["response"]["topics"][0]["partitions"][0]
     for key, value in partition_changes.items():
-        if "." in key:
-            array, index, field = key.split(".")
-            partition[array][int(index)][field] = value
-        else:
-            partition[key] = value
+        set_field(partition, key, value)
     return record
 
 
@@ -315,7 +312,7 @@ def fs_run(spark, tmp_path_factory):
     to a folder out of the landing root, ten files of which five vanish right after they were listed, and a file
     larger than the configured limit. The tests below each check their hazard in what that run left."""
     from pipelines.config import Config
-    from pipelines.io import Lakehouse
+    from pipelines.storage import Lakehouse
 
     root = tmp_path_factory.mktemp("fs-hazards")
     zone = root / "landing"

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from contract.tables import GOLD_QUORUM_HEALTH, GOLD_TABLES, SILVER_QUARANTINE, SILVER_QUORUM_SNAPSHOTS
 from pipelines import cli
-from pipelines.io import Lakehouse
-from pipelines.tables import GOLD_QUORUM_HEALTH, GOLD_TABLES, SILVER_QUARANTINE, SILVER_QUORUM_SNAPSHOTS
+from pipelines.storage import Lakehouse
 from tests import read_back
 from tests.e2e.test_crash import killed_in_process
 

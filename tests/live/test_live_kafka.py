@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import free_port
 from tests.live.kafka_cluster import METADATA_QUORUM, TOPICS, KafkaCluster, fetch
 
 pytestmark = pytest.mark.live_kafka
@@ -331,9 +331,7 @@ class Scenario:
 
     def collect_unreachable(self) -> None:
         """A cluster nothing answers for: every capture becomes an error record; the collector keeps going."""
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()  # nothing listens on it
         result = subprocess.run(
             [
                 str(BIN / "quorumlake"),

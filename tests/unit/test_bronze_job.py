@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from pipelines.bronze_job import GIVE_UP_AFTER, _key, _plan
-from pipelines.io import Attempt
 from pipelines.landing import LandingFile
+from pipelines.storage import Attempt
 
 T = datetime(2026, 11, 24, tzinfo=timezone.utc)
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bronze.raw import BINARY_FILE_SCHEMA, PIECE_SCHEMA, RAW_COLUMNS, build_raw_records, gunzip, line_pieces
+from bronze.raw import BINARY_FILE_SCHEMA, PIECE_SCHEMA, build_raw_records, gunzip, line_pieces
 from tests.frames import assert_frames_equal
+from tests.helpers import ts
 
 RUN_AT = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone.utc)
 MTIME = datetime(2026, 11, 21, 11, 0, 0)
@@ -29,19 +30,15 @@ def files(spark, *entries: tuple[str, bytes]):
     return spark.createDataFrame(rows, BINARY_FILE_SCHEMA)
 
 
-def ts(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).replace(tzinfo=None)
-
-
 def records(spark, source: str, *entries: tuple[str, bytes]):
     return build_raw_records(files(spark, *entries), source, RUN_AT)
 
 
 def test_output_has_the_registry_columns(spark):
-    from pipelines.tables import BRONZE_QUORUM_RAW
+    from contract.tables import BRONZE_QUORUM_RAW
 
     out = records(spark, "quorum", ("q/a.jsonl", QUORUM_OK.encode()))
-    assert out.columns == RAW_COLUMNS == BRONZE_QUORUM_RAW.column_names
+    assert out.columns == BRONZE_QUORUM_RAW.column_names
     assert {f.name: f.dataType.simpleString() for f in out.schema.fields} == {
         n: t.lower() for n, t, _ in BRONZE_QUORUM_RAW.columns
     }

@@ -27,6 +27,7 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
+from contract.tables import LAYERS
 from pipelines.cli import UsageError, build_parser
 from tests.conftest import build_wheel
 
@@ -53,9 +54,8 @@ def _schema_path() -> Path:
 
 
 SCHEMA_PATH = _schema_path()
-LAYERS = ("bronze", "silver", "gold")
 
-# The gold objects the dashboard may read, with their columns: contract.md §2 (gold) and the views of the
+# The gold objects the dashboard may read, with their columns: docs/contract.md §2 (gold) and the views of the
 # "Databricks deployment" issue. A dataset that uses any other column fails below.
 GOLD_COLUMNS: dict[str, set[str]] = {
     "quorum_status": {
@@ -871,7 +871,7 @@ def test_every_dataset_is_spark_sql_over_gold(name):
 
 
 def _registry_columns(name: str) -> set[str] | None:
-    from pipelines import tables
+    from contract import tables
 
     try:
         return set(tables.by_name(name).column_names)
@@ -881,7 +881,7 @@ def _registry_columns(name: str) -> set[str] | None:
 
 @pytest.mark.parametrize("name", list(_datasets()))
 def test_every_dataset_uses_only_columns_the_registry_has(name):
-    """Once gold is in pipelines/tables.py, a dataset must not use a column the registry lacks."""
+    """Once gold is in contract/tables.py, a dataset must not use a column the registry lacks."""
     tree = sqlglot.parse_one(_dataset_sql(_datasets()[name]), read="spark")
     defined = {alias.alias for alias in tree.find_all(exp.Alias)}
     for table in tree.find_all(exp.Table):

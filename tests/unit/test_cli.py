@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from datetime import datetime
-
 import pytest
 
+from contract.tables import LAYERS
 from pipelines import cli
-
-
-def quorumlake(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
-    )
+from tests.helpers import quorumlake
 
 
 @pytest.mark.parametrize("command", [[], ["run"], ["sql"], ["demo"]])
@@ -90,19 +82,6 @@ def test_config_file_settings_apply(tmp_path):
     assert (config.warehouse, config.window_minutes, config.landing) == ("/wh", 10, "/land")
 
 
-def test_format_rows_table_csv_json():
-    columns = ["cluster_id", "lag", "at"]
-    rows = [["a", 1, datetime(2024, 10, 27, 3, 33, 20)], ["b", None, None]]
-    assert cli.format_rows(columns, rows, "csv") == "cluster_id,lag,at\na,1,2024-10-27 03:33:20\nb,NULL,NULL\n"
-    assert cli.format_rows(columns, rows, "json") == (
-        '{"cluster_id": "a", "lag": 1, "at": "2024-10-27T03:33:20"}\n{"cluster_id": "b", "lag": null, "at": null}\n'
-    )
-    table = cli.format_rows(columns, rows, "table").splitlines()
-    assert table[1] == "| cluster_id | lag  | at                  |"
-    assert table[3] == "| a          | 1    | 2024-10-27 03:33:20 |"
-    assert table[-1] == "(2 rows)"
-
-
 def test_sql_errors_are_one_line(spark, tmp_path, capsys):
     code = cli.main(["sql", "SELECT nope FROM nowhere", "--warehouse", str(tmp_path / "wh")])
     err = capsys.readouterr().err.strip().splitlines()
@@ -110,7 +89,7 @@ def test_sql_errors_are_one_line(spark, tmp_path, capsys):
     assert err[-1].startswith("quorumlake: error: query failed: [TABLE_OR_VIEW_NOT_FOUND]")
 
 
-@pytest.mark.parametrize("layer", ["bronze", "silver", "gold"])
+@pytest.mark.parametrize("layer", LAYERS)
 def test_a_layer_entry_point_runs_that_layer_alone_with_its_arguments(layer, monkeypatch):
     # what the Databricks job's tasks call (`quorumlake-<layer> --landing ... --warehouse ...`); the wheel test
     # checks that the installed scripts reach the CLI, this that each runs `run --layers <layer>` with its arguments

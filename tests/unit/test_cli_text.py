@@ -5,65 +5,15 @@ from __future__ import annotations
 import pytest
 
 from silver.cli_text import CaptureError, parse_replication, parse_status, parse_topics
+from tests.captures import REPLICATION_39, REPLICATION_HUMAN, STATUS_38, STATUS_39, TOPICS_38
 
 COLLECTED_AT_MS = 1730000000500
 
-# kafka-surfaces.md §3.3, exact bytes of the 3.9+ scenario (cells padded, TAB after every cell).
-REPLICATION_39 = (
-    "NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
-    "3002  \tg42deArWBTRM5A1yuVpMCg\t18542       \t0  \t1730000000500     \t1730000000500        \tLeader  \t\n"
-    "3000  \tILZ5MPTeRWakmJu99uBJCA\t18542       \t0  \t1730000000480     \t1730000000480        \tFollower\t\n"
-    "3001  \tb-DwmhtOheTqZzPoh52kfA\t18530       \t12 \t1730000000200     \t1729999998100        \tFollower\t\n"
-    "0     \t3Db5QLSqSZieL3rJBUUegA\t18542       \t0  \t1730000000450     \t1730000000450        \tObserver\t\n"
-)
-
-# kafka-surfaces.md §3.3, 3.6-3.8 with --human-readable.
-REPLICATION_HUMAN = (
-    "NodeId\tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
-    "3002  \t18542       \t0  \t0 ms ago          \t0 ms ago             \tLeader  \t\n"
-    "3000  \t18542       \t0  \t20 ms ago         \t20 ms ago            \tFollower\t\n"
-    "3001  \t18530       \t12 \t300 ms ago        \t2400 ms ago          \tFollower\t\n"
-    "0     \t18542       \t0  \t50 ms ago         \t50 ms ago            \tObserver\t\n"
-)
-
+# docs/kafka-surfaces.md §3.3, up to 3.8: a voter that has not fetched since the election (LEO and timestamps -1).
 REPLICATION_38 = (
     "NodeId\tLogEndOffset\tLag  \tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
     "3002  \t18542       \t0    \t1730000000500     \t1730000000500        \tLeader  \t\n"
     "3000  \t-1          \t18543\t-1                \t-1                   \tFollower\t\n"
-)
-
-# kafka-surfaces.md §3.2
-STATUS_39 = (
-    "ClusterId:              MkU3OEVBNTcwNTJENDM2Qk\n"
-    "LeaderId:               3002\n"
-    "LeaderEpoch:            7\n"
-    "HighWatermark:          18542\n"
-    "MaxFollowerLag:         12\n"
-    "MaxFollowerLagTimeMs:   2400\n"
-    'CurrentVoters:          [{"id": 3000, "directoryId": "ILZ5MPTeRWakmJu99uBJCA", "endpoints": '
-    '["CONTROLLER://controller-0:9093"]}, {"id": 3001, "directoryId": "b-DwmhtOheTqZzPoh52kfA", "endpoints": '
-    '["CONTROLLER://controller-1:9093"]}, {"id": 3002, "directoryId": "g42deArWBTRM5A1yuVpMCg", "endpoints": '
-    '["CONTROLLER://controller-2:9093"]}]\n'
-    'CurrentObservers:       [{"id": 0, "directoryId": "3Db5QLSqSZieL3rJBUUegA"}]\n'
-)
-STATUS_38 = (
-    "ClusterId:              MkU3OEVBNTcwNTJENDM2Qk\n"
-    "LeaderId:               3002\n"
-    "LeaderEpoch:            7\n"
-    "HighWatermark:          18542\n"
-    "MaxFollowerLag:         12\n"
-    "MaxFollowerLagTimeMs:   2400\n"
-    "CurrentVoters:          [3000,3001,3002]\n"
-    "CurrentObservers:       [0]\n"
-)
-
-# kafka-surfaces.md §5.2 (3.8+), note the trailing space after the empty Elr/LastKnownElr values.
-TOPICS_38 = (
-    "Topic: orders\tTopicId: q8VZlRdhS0m8CxwYk9RWbA\tPartitionCount: 3\tReplicationFactor: 3\t"
-    "Configs: min.insync.replicas=2\n"
-    "\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2,3\tElr: \tLastKnownElr: \n"
-    "\tTopic: orders\tPartition: 1\tLeader: 2\tReplicas: 2,3,1\tIsr: 2,3\tElr: \tLastKnownElr: \n"
-    "\tTopic: orders\tPartition: 2\tLeader: none\tReplicas: 3,1,2\tIsr: 3\tElr: \tLastKnownElr: \n"
 )
 
 

@@ -1,4 +1,4 @@
-"""`quorumlake collect` without a cluster: the DescribeQuorum rendering (against kafka-surfaces.md §1.5, through
+"""`quorumlake collect` without a cluster: the DescribeQuorum rendering (against docs/kafka-surfaces.md §1.5, through
 kafka-python's real encoder and decoder), client properties, atomic landing writes, error records when nothing
 answers, and the command's one-line usage errors. The live test (tests/live) runs it against real Kafka."""
 
@@ -7,9 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
-import sys
 import uuid
 
 import pytest
@@ -19,13 +17,14 @@ from pipelines.collect.landing import Landing, safe_segment, write_atomically
 from pipelines.collect.quorum import ZERO_UUID, kafka_uuid, render_response
 from pipelines.collect.runner import CollectOptions, Collector
 from pipelines.collect.settings import SettingsError, load_settings, read_properties
+from tests.helpers import free_port, quorumlake
 
 Topic = DescribeQuorumResponse.TopicData
 Partition = Topic.PartitionData
 Replica = Partition.ReplicaState
 Node = DescribeQuorumResponse.Node
 
-# kafka-surfaces.md §1.5, v0, byte for byte
+# docs/kafka-surfaces.md §1.5, v0, byte for byte
 V0 = (
     '{"errorCode":0,"topics":[{"topicName":"__cluster_metadata","partitions":[{"partitionIndex":0,"errorCode":0,'
     '"leaderId":3002,"leaderEpoch":7,"highWatermark":18542,"currentVoters":[{"replicaId":3000,"logEndOffset":18542},'
@@ -218,14 +217,8 @@ def test_landing_layout_and_same_millisecond(tmp_path):
     assert safe_segment("") == "unknown"
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_nothing_answering_is_recorded_and_does_not_stop_the_collector(tmp_path):
-    port = _closed_port()
+    port = free_port()  # nothing listens on it
     options = CollectOptions(
         landing=str(tmp_path),
         bootstrap_servers=(f"127.0.0.1:{port}",),
@@ -253,13 +246,7 @@ def test_nothing_answering_is_recorded_and_does_not_stop_the_collector(tmp_path)
 
 
 def _collect(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "collect", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": os.getcwd()},
-    )
+    return quorumlake("collect", *args, env={**os.environ, "PYTHONPATH": os.getcwd()})
 
 
 @pytest.mark.parametrize(
@@ -307,7 +294,7 @@ def test_collect_has_help():
 
 
 def test_an_unexpected_failure_is_recorded_too(tmp_path):
-    port = _closed_port()
+    port = free_port()  # nothing listens on it
     options = CollectOptions(
         landing=str(tmp_path),
         bootstrap_servers=(f"127.0.0.1:{port}",),

@@ -3,12 +3,10 @@ built, so an injection attempt is a one-line configuration error (exit 2), never
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from pipelines.config import Config, ConfigError, build_config
+from tests.helpers import quorumlake
 
 INJECTIONS = [
     ({"catalog": "x; DROP TABLE y"}, "catalog must be a plain identifier"),
@@ -73,13 +71,7 @@ def test_a_config_file_is_validated_too(tmp_path):
 @pytest.mark.parametrize("command", ["run", "sql", "serve"])
 def test_injection_through_the_cli_is_one_line_and_exit_2(tmp_path, command, args, message):
     extra = {"run": ["--landing", str(tmp_path)], "sql": ["SELECT 1"], "serve": []}[command]
-    result = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", command, *extra, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    result = quorumlake(command, *extra, *args, cwd=tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("quorumlake: error: ") and message in lines[0], result.stderr

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from expectations.rules import load_suite, rule_params, with_failed_rules
-from pipelines.tables import (
+from contract.tables import (
     SILVER_NODE_METRICS,
     SILVER_PARTITION_STATES,
     SILVER_QUORUM_SNAPSHOTS,
     SILVER_REPLICA_STATES,
     by_name,
 )
+from expectations.rules import load_suite, rule_params, with_failed_rules
 from silver.common import row_failures
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,10 +13,11 @@ import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from gold.controller import CONTROLLER_HEALTH_COLUMNS, build_controller_health
-from pipelines.tables import GOLD_CONTROLLER_HEALTH
+from contract.tables import GOLD_CONTROLLER_HEALTH
+from gold.controller import build_controller_health
 from silver.metrics import build_node_metrics
 from tests.frames import assert_frames_equal
+from tests.helpers import ts
 
 METRICS = (
     "cluster_id STRING, node_id INT, scraped_at TIMESTAMP, metric STRING, value DOUBLE, node_role STRING, state STRING"
@@ -94,10 +95,6 @@ def row(
 def check(actual, rows):
     expected = actual.sparkSession.createDataFrame(rows, HEALTH)
     assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
-
-
-def test_the_output_has_the_registry_columns():
-    assert CONTROLLER_HEALTH_COLUMNS == GOLD_CONTROLLER_HEALTH.column_names
 
 
 def test_latency_averages_maxima_and_last_state_per_node_window(spark):
@@ -228,13 +225,9 @@ def _scrapes(spark, naming: str):
     return metrics
 
 
-def at_ms(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).replace(tzinfo=None)
-
-
 def test_strimzi_exporter_scrapes(spark):
     """jmx_exporter 1.x with Strimzi's rules: `*_max_total` counters, `current_state` label series, NaN when idle."""
-    start = at_ms(1730000100000)
+    start = ts(1730000100000)
     check(
         build_controller_health(_scrapes(spark, "strimzi"), WINDOW),
         [
@@ -243,7 +236,7 @@ def test_strimzi_exporter_scrapes(spark):
                 start,
                 cluster="strimzi-a",
                 scrapes=2,
-                last=at_ms(1730000131500),
+                last=ts(1730000131500),
                 state="leader",
                 vote=3000,
                 commit_avg=3.5,
@@ -263,7 +256,7 @@ def test_strimzi_exporter_scrapes(spark):
                 3001,
                 start,
                 cluster="strimzi-a",
-                last=at_ms(1730000102000),
+                last=ts(1730000102000),
                 state="follower",
                 vote=3000,
                 unknown=1,
@@ -281,7 +274,7 @@ def test_strimzi_exporter_scrapes(spark):
 
 def test_default_exporter_scrapes(spark):
     """jmx_exporter 1.x without rules: every series untyped, `KafkaController_Value{name=...}`, no raft state."""
-    start = at_ms(1730000100000)
+    start = ts(1730000100000)
     check(
         build_controller_health(_scrapes(spark, "default"), WINDOW),
         [
@@ -289,7 +282,7 @@ def test_default_exporter_scrapes(spark):
                 3000,
                 start,
                 cluster="default-b",
-                last=at_ms(1730000101400),
+                last=ts(1730000101400),
                 vote=3000,
                 commit_avg=3.5,
                 commit_max=11.0,
@@ -306,7 +299,7 @@ def test_default_exporter_scrapes(spark):
                 3002,
                 start,
                 cluster="default-b",
-                last=at_ms(1730000101600),
+                last=ts(1730000101600),
                 vote=3000,
                 unknown=0,
                 append=0.0,
@@ -322,7 +315,7 @@ def test_default_exporter_scrapes(spark):
                 start,
                 cluster="default-b",
                 role="broker",
-                last=at_ms(1730000101900),
+                last=ts(1730000101900),
                 vote=-1,
                 unknown=0,
                 append=0.0,

@@ -36,7 +36,7 @@ def t(minutes: int) -> datetime:
 
 
 def flags(isr: int, min_isr: int, rf: int, leader: bool = True) -> dict:
-    """The silver flags of a partition (contract §silver, as kafka-topics --describe decides them)."""
+    """The silver flags of a partition (docs/contract.md §2, silver, as kafka-topics --describe decides them)."""
     offline = not leader
     at_min = isr == min_isr
     under_min = offline or isr < min_isr
@@ -272,3 +272,66 @@ def test_bounces_count_earlier_starts_already_known(spark):
     assert_frames_equal(
         episodes(spark, FLAPPING, earlier=earlier), expected, ignore_row_order=True, ignore_nullable=True
     )
+
+
+SCOPE = "cluster_id STRING, topic STRING, partition INT, from_at TIMESTAMP"
+CHANGES = "cluster_id STRING, topic STRING, partition INT, collected_at TIMESTAMP"
+
+
+def episode(topic, partition, started, ended):
+    return ("c1", topic, partition, t(started), None if ended is None else t(ended), 0, 1, False, "at_min_isr", 0)
+
+
+def test_episode_scope_starts_at_the_episode_a_change_falls_in_else_at_the_change(spark):
+    changes = spark.createDataFrame(
+        [
+            ("c1", "open", 0, t(12)),  # inside an ongoing episode (started at 10): redone from 10
+            ("c1", "open", 0, t(14)),
+            ("c1", "closed", 0, t(6)),  # inside a closed one (5 to 8): from 5
+            ("c1", "after", 0, t(9)),  # after a closed one (2 to 4): from the change
+            ("c1", "new", 0, t(3)),  # no episode at all: from the change
+            ("c1", "edge", 0, t(4)),  # at the end of an episode (1 to 4): inside it, from 1
+        ],
+        CHANGES,
+    )
+    episodes = spark.createDataFrame(
+        [
+            episode("open", 0, 10, None),
+            episode("closed", 0, 5, 8),
+            episode("after", 0, 2, 4),
+            episode("edge", 0, 1, 4),
+            episode("open", 1, 0, None),  # another partition: not in scope
+        ],
+        EPISODES,
+    )
+    expected = spark.createDataFrame(
+        [
+            ("c1", "open", 0, t(10)),
+            ("c1", "closed", 0, t(5)),
+            ("c1", "after", 0, t(9)),
+            ("c1", "new", 0, t(3)),
+            ("c1", "edge", 0, t(1)),
+        ],
+        SCOPE,
+    )
+    from gold.isr import episode_scope
+
+    assert_frames_equal(episode_scope(changes, episodes), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_earlier_starts_are_the_episodes_within_the_flap_window_before_the_scope(spark):
+    from gold.isr import earlier_starts
+
+    scope = spark.createDataFrame([("c1", "t", 0, t(60))], SCOPE)
+    episodes = spark.createDataFrame(
+        [
+            episode("t", 0, 0, 1),  # exactly 60 minutes before: inside the window
+            episode("t", 0, 30, 31),
+            episode("t", 0, 60, None),  # the episode being rebuilt: not earlier
+            episode("t", 0, -1, 0),  # 61 minutes before: outside
+            episode("t", 1, 30, 31),  # another partition
+        ],
+        EPISODES,
+    )
+    expected = spark.createDataFrame([("c1", "t", 0, t(0)), ("c1", "t", 0, t(30))], STARTS)
+    assert_frames_equal(earlier_starts(episodes, scope, 60), expected, ignore_row_order=True, ignore_nullable=True)

@@ -1,7 +1,7 @@
 """gold.quorum: follower_lag / build_quorum_status (gold.quorum_status) and build_quorum_health (gold.quorum_health)
 on tiny silver-shaped rows.
 
-MaxFollowerLag / MaxFollowerLagTimeMs follow kafka-surfaces.md §3.4: voters only (leader included), the voter with
+MaxFollowerLag / MaxFollowerLagTimeMs follow docs/kafka-surfaces.md §3.4: voters only (leader included), the voter with
 the lowest log end offset (unknown = -1), first in response order on ties; time 0 when that voter is the leader, the
 leader's minus its lastCaughtUp when both are known, else -1. The reference scenario is §1.5: voters 3000, 3001,
 3002 (leader, listed last), leader clock 1730000000500 = 03:33:20.500, voter 3001 12 records and 2400 ms behind.
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from gold.quorum import QUORUM_STATUS_COLUMNS, build_quorum_health, build_quorum_status, follower_lag
+from contract.tables import GOLD_QUORUM_STATUS
+from gold.quorum import build_quorum_health, build_quorum_status, follower_lag
 from tests.frames import assert_frames_equal
+from tests.helpers import at
 
 SLO_MS = 2000
 STALL_MS = 5000
@@ -53,11 +55,6 @@ HEALTH = (
 )
 
 
-def at(hms: str) -> datetime:
-    """A UTC time on 2024-10-27 (the test session runs with TZ=UTC)."""
-    return datetime.fromisoformat(f"2024-10-27 {hms}")
-
-
 LEADER_NOW = at("03:33:20.500")  # 1730000000500
 COLLECTED = at("03:33:20.600")  # 1730000000600
 W0330 = at("03:30:00")
@@ -76,7 +73,7 @@ def observer(cluster, collected, replica_id, position, leo, caught_up, now=LEADE
 
 
 def reference_scenario(cluster, collected=COLLECTED, v0=False):
-    """kafka-surfaces.md §1.5 (v1; with v0 there are no timestamps, but the leader's own lag is still 0)."""
+    """docs/kafka-surfaces.md §1.5 (v1; with v0 there are no timestamps, but the leader's own lag is still 0)."""
 
     def c(hms):
         return None if v0 else at(hms)
@@ -261,7 +258,7 @@ def test_status_rows_carry_the_snapshot_lag_voters_within_slo_and_goodness(spark
         STATUS,
     )
     actual = status(spark, snapshots, replicas)
-    assert actual.columns == QUORUM_STATUS_COLUMNS
+    assert actual.columns == GOLD_QUORUM_STATUS.column_names
     assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -443,3 +440,24 @@ def test_windows_are_epoch_aligned_for_5_and_1_minute_settings(spark):
         ignore_row_order=True,
         ignore_nullable=True,
     )
+
+
+def test_voters_within_the_replica_slo_recount_snapshots_with_replica_rows_only(spark):
+    from gold.quorum import with_voters_within_slo
+
+    rows = "cluster_id STRING, collected_at TIMESTAMP, voters_within_slo INT"
+    status_rows = spark.createDataFrame([("a", COLLECTED, 1), ("cli", COLLECTED, None), ("err", COLLECTED, 0)], rows)
+    replicas = spark.createDataFrame(
+        [
+            ("a", COLLECTED, 3000, True, 0, "follower", 10, None, 1000),
+            ("a", COLLECTED, 3001, True, 1, "follower", 10, None, 1500),  # exactly the SLO: within
+            ("a", COLLECTED, 3002, True, 2, "leader", 10, None, 0),
+            ("a", COLLECTED, 3003, True, 3, "follower", 10, None, 1501),
+            ("a", COLLECTED, 3004, True, 4, "follower", 10, None, None),  # unknown: not within
+            ("a", COLLECTED, 4000, False, 5, "observer", 10, None, 0),  # observers never count
+        ],
+        REPLICAS,
+    )
+    expected = spark.createDataFrame([("a", COLLECTED, 3), ("cli", COLLECTED, None), ("err", COLLECTED, 0)], rows)
+    actual = with_voters_within_slo(status_rows, replicas, 1500)
+    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)

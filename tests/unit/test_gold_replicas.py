@@ -5,10 +5,9 @@ unknown caught-up lag is never good; `sli` = good / snapshots.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from gold.replicas import build_replica_lag_sli
 from tests.frames import assert_frames_equal
+from tests.helpers import at
 
 REPLICAS = (
     "cluster_id STRING, replica_id INT, is_voter BOOLEAN, collected_at TIMESTAMP, offset_lag BIGINT, "
@@ -19,10 +18,6 @@ SLI = (
     "snapshots BIGINT, max_offset_lag BIGINT, p50_caught_up_lag_ms BIGINT, p99_caught_up_lag_ms BIGINT, "
     "max_caught_up_lag_ms BIGINT, max_fetch_age_ms BIGINT, good_snapshots BIGINT, sli DOUBLE"
 )
-
-
-def at(hms: str) -> datetime:
-    return datetime.fromisoformat(f"2024-10-27 {hms}")
 
 
 W0330, W0335, W0340 = at("03:30:00"), at("03:35:00"), at("03:40:00")

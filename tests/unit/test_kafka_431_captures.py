@@ -38,7 +38,8 @@ def test_status_of_a_static_quorum_has_no_directory_id_for_voters():
     assert status["voters"][0]["endpoints"][0].startswith("CONTROLLER://127.0.0.1:")
     assert [o["id"] for o in status["observers"]] == [5, 6, 4]
     assert all(o["directory_id"] and o["endpoints"] == [] for o in status["observers"])
-    # all caught up, but the leader (3) is not first in voter order: the tie picks voter 1 (kafka-surfaces §3.4)
+    # all caught up, but the leader (3) is not first in voter order: the tie picks voter 1
+    # (docs/kafka-surfaces.md §3.4)
     assert status["leader_id"] == 3
     assert (status["max_follower_lag"], status["max_follower_lag_time_ms"]) == (0, 463)
 
@@ -77,7 +78,7 @@ def test_follower_controller_down():
 
 
 def _flags(p: dict) -> dict[str, bool]:
-    """The contract's partition flags (contract §2), written out independently of silver."""
+    """The contract's partition flags (docs/contract.md §2), written out independently of silver."""
     offline = p["leader_id"] is None
     return {
         "at-min": len(p["isr"]) == p["min_isr"],

@@ -8,7 +8,8 @@ import pytest
 
 from silver.prometheus_text import canonical_from_mbean, canonical_metric, node_role, parse_exposition, sanitize
 
-# kafka-surfaces.md §6.4, Strimzi rules, jmx_exporter 1.x, combined node 3002 (HELP lines too long for the source).
+# docs/kafka-surfaces.md §6.4, Strimzi rules, jmx_exporter 1.x, combined node 3002 (HELP lines too long for the
+# source).
 HELP_LEADER = (
     "# HELP kafka_server_raftmetrics_current_leader The current quorum leader's id; -1 indicates unknown "
     "kafka.server:name=null,type=raft-metrics,attribute=current-leader"
@@ -65,7 +66,7 @@ kafka_cluster_partition_atminisr{partition="0",topic="orders"} 0.0
 kafka_cluster_partition_underreplicated{partition="1",topic="orders"} 1.0
 """.replace("{help_leader}", HELP_LEADER).replace("{help_state}", HELP_STATE)
 
-# kafka-surfaces.md §6.4, the same node in jmx_exporter's default format (no rules), 1.x.
+# docs/kafka-surfaces.md §6.4, the same node in jmx_exporter's default format (no rules), 1.x.
 DEFAULT_1X = """\
 # TYPE kafka_server_ReplicaManager_Value untyped
 kafka_server_ReplicaManager_Value{name="AtMinIsrPartitionCount"} 1.0

@@ -92,7 +92,7 @@ def test_a_classic_session_caches_through_cached_and_release(spark):
 
 def test_what_a_run_cached_and_did_not_release_is_dropped_when_it_ends(spark, make_lakehouse, tmp_path, monkeypatch):
     from pipelines import run
-    from pipelines.io import Lakehouse
+    from pipelines.storage import Lakehouse
 
     cache = spark._jsparkSession.sharedState().cacheManager()
     kept = session.cached(spark.range(3).selectExpr("id * 2 AS x"))

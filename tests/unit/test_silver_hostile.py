@@ -9,15 +9,13 @@ import pytest
 from pyspark.sql import types as T
 
 from silver.udf_guard import guarded, out_of_range
+from tests.captures import REPLICATION_39
+from tests.helpers import set_field
 from tests.unit import test_silver_metrics as metrics
 from tests.unit import test_silver_partitions as partitions
 from tests.unit import test_silver_quorum as quorum
 
-
-@pytest.fixture(autouse=True)
-def _drop_cached(spark):
-    yield
-    spark.catalog.clearCache()
+pytestmark = pytest.mark.usefixtures("drop_cached")
 
 
 def _reasons(rejected) -> dict[str, tuple[list[str], str]]:
@@ -66,11 +64,7 @@ def _admin_with(record_id: str, change, cluster: str) -> tuple:
 
 def _set(path: str, value):
     def change(partition: dict) -> None:
-        if "." in path:
-            array, index, field = path.split(".")
-            partition[array][int(index)][field] = value
-        else:
-            partition[path] = value
+        set_field(partition, path, value)
 
     return change
 
@@ -134,12 +128,12 @@ def test_offsets_whose_difference_overflows_do_not_fail_the_batch(spark):
     ],
 )
 def test_cli_capture_with_values_no_column_can_hold_is_quarantined(spark, old, new, reason):
-    text = quorum.REPLICATION_39.replace(old, new)
-    assert text != quorum.REPLICATION_39
+    text = REPLICATION_39.replace(old, new)
+    assert text != REPLICATION_39
     snapshots, _replicas, rejected = quorum.run(
         spark,
         quorum.capture("rep", "replication", text),
-        quorum.capture("ok", "replication", quorum.REPLICATION_39, cluster="c2"),
+        quorum.capture("ok", "replication", REPLICATION_39, cluster="c2"),
     )
     assert [r["cluster_id"] for r in snapshots.collect()] == ["c2"]
     assert _reasons(rejected) == {"rep": (["cli_capture_parses"], reason)}

@@ -1,19 +1,21 @@
 """silver.metrics: build_node_metrics (silver.node_metrics) on tiny bronze rows: Prometheus scrapes in the Strimzi
-and the exporter's default naming (the kafka-surfaces.md §6.4 examples under tests/data/landing/metrics), Jolokia
+and the exporter's default naming (the docs/kafka-surfaces.md §6.4 examples under tests/data/landing/metrics), Jolokia
 reads, node roles, per-line quarantine of a scrape, and special float values."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from silver.metrics import build_node_metrics
-from tests.frames import assert_frames_equal
+from tests.frames import check_rows
+from tests.helpers import RUN_1, RUN_2, read_text, ts
+
+pytestmark = pytest.mark.usefixtures("drop_cached")
 
 BRONZE = (
     "record_id STRING, format STRING, cluster_id STRING, node_id INT, collected_at TIMESTAMP, payload STRING, "
@@ -21,21 +23,13 @@ BRONZE = (
 )
 METRICS = Path(__file__).parents[1] / "data" / "landing" / "metrics"
 STRIMZI = (METRICS / "cluster=kraft-v2" / "node=3002" / "1730000000500.prom").read_text()
-DEFAULT = gzip.decompress(
-    (METRICS / "cluster=kraft-v2" / "date=2024-10-27" / "node=0" / "1730000000450.prom.gz").read_bytes()
-).decode()
+DEFAULT = read_text(METRICS / "cluster=kraft-v2" / "date=2024-10-27" / "node=0" / "1730000000450.prom.gz")
 JOLOKIA = (METRICS / "jolokia" / "2024-10-27" / "kraft-v1.jsonl").read_text().splitlines()
-RUN_1 = datetime(2024, 10, 28, 1, 0, 0)
-RUN_2 = datetime(2024, 10, 28, 2, 0, 0)
 
 SAMPLE_COLUMNS = ["metric", "topic", "partition", "value", "node_role", "source_name", "state"]
 SAMPLE_SCHEMA = (
     "metric STRING, topic STRING, partition INT, value DOUBLE, node_role STRING, source_name STRING, state STRING"
 )
-
-
-def ts(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).replace(tzinfo=None)
 
 
 def scrape(
@@ -81,23 +75,10 @@ def run(spark, *rows: tuple):
     return samples.cache(), rejected.cache()
 
 
-@pytest.fixture(autouse=True)
-def _drop_cached(spark):
-    yield
-    spark.catalog.clearCache()
-
-
-def check(actual, columns: list[str], schema: str, rows: list[tuple]) -> None:
-    expected = actual.sparkSession.createDataFrame(rows, schema)
-    assert_frames_equal(
-        actual.select(*columns), expected, ignore_row_order=True, ignore_nullable=True, allow_nan_equality=True
-    )
-
-
 def test_strimzi_scrape_maps_every_series_and_the_node_is_combined(spark):
     samples, rejected = run(spark, scrape("s1", STRIMZI))
     role = "combined"
-    check(
+    check_rows(
         samples,
         SAMPLE_COLUMNS,
         SAMPLE_SCHEMA,
@@ -261,8 +242,9 @@ def test_strimzi_scrape_maps_every_series_and_the_node_is_combined(spark):
                 None,
             ),
         ],
+        allow_nan_equality=True,
     )
-    check(
+    check_rows(
         samples.select(
             "cluster_id", "node_id", "scraped_at", "source", "record_id", "source_file", "ingested_at"
         ).distinct(),
@@ -280,6 +262,7 @@ def test_strimzi_scrape_maps_every_series_and_the_node_is_combined(spark):
                 RUN_1,
             )
         ],
+        allow_nan_equality=True,
     )
     assert rejected.collect() == []
 
@@ -287,7 +270,7 @@ def test_strimzi_scrape_maps_every_series_and_the_node_is_combined(spark):
 def test_default_format_scrape_gives_the_same_canonical_names(spark):
     samples, rejected = run(spark, scrape("d1", DEFAULT, node=0, scraped_ms=1730000000450))
     role = "combined"  # it exposes controller_* (KafkaController) and broker-side series
-    check(
+    check_rows(
         samples,
         SAMPLE_COLUMNS,
         SAMPLE_SCHEMA,
@@ -357,13 +340,14 @@ def test_default_format_scrape_gives_the_same_canonical_names(spark):
                 None,
             ),
         ],
+        allow_nan_equality=True,
     )
     assert rejected.collect() == []
 
 
 def test_jolokia_reads_and_node_roles_per_scrape(spark):
     samples, rejected = run(spark, *[jolokia(f"j{i}", line, i) for i, line in enumerate(JOLOKIA, start=1)])
-    check(
+    check_rows(
         samples,
         ["node_id", "scraped_at", "record_id", "source"] + SAMPLE_COLUMNS,
         "node_id INT, scraped_at TIMESTAMP, record_id STRING, source STRING, " + SAMPLE_SCHEMA,
@@ -447,6 +431,7 @@ def test_jolokia_reads_and_node_roles_per_scrape(spark):
                 None,
             ),
         ],
+        allow_nan_equality=True,
     )
     assert rejected.collect() == []
 
@@ -467,7 +452,7 @@ def test_node_role_is_decided_per_scrape_from_the_metrics_it_exposes(spark):
         # a later scrape of node 1 is its own scrape with its own role
         scrape("c2", broker, node=1, scraped_ms=1730000001500),
     )
-    check(
+    check_rows(
         samples.select("node_id", "scraped_at", "node_role").distinct(),
         ["node_id", "scraped_at", "node_role"],
         "node_id INT, scraped_at TIMESTAMP, node_role STRING",
@@ -478,6 +463,7 @@ def test_node_role_is_decided_per_scrape_from_the_metrics_it_exposes(spark):
             (4, ts(1730000000500), None),
             (1, ts(1730000001500), "broker"),
         ],
+        allow_nan_equality=True,
     )
 
 
@@ -491,7 +477,7 @@ def test_a_bad_sample_line_is_quarantined_and_the_rest_of_the_scrape_kept(spark)
     )
     row = scrape("s1", text)
     samples, rejected = run(spark, row)
-    check(
+    check_rows(
         samples,
         ["metric", "value", "record_id"],
         "metric STRING, value DOUBLE, record_id STRING",
@@ -499,9 +485,10 @@ def test_a_bad_sample_line_is_quarantined_and_the_rest_of_the_scrape_kept(spark)
             ("raft_current_epoch", 7.0, "s1"),
             ("raft_current_leader", 3002.0, "s1"),
         ],
+        allow_nan_equality=True,
     )
     source_file = row[6]
-    check(
+    check_rows(
         rejected,
         ["target_table", "failed_rules", "reason", "record", "record_id", "source_file", "ingested_at"],
         "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record STRING, record_id STRING, "
@@ -540,6 +527,7 @@ def test_a_bad_sample_line_is_quarantined_and_the_rest_of_the_scrape_kept(spark)
                 RUN_1,
             ),
         ],
+        allow_nan_equality=True,
     )
     # One quarantine row per line, with distinct stable ids.
     assert len({r["quarantine_id"] for r in rejected.collect()}) == 2
@@ -553,7 +541,7 @@ def test_nan_and_infinite_values_are_kept(spark):
         "kafka_server_raftmetrics_high_watermark 1.7300000005E12\n"
     )
     samples, rejected = run(spark, scrape("s1", text))
-    check(
+    check_rows(
         samples,
         ["metric", "value"],
         "metric STRING, value DOUBLE",
@@ -563,6 +551,7 @@ def test_nan_and_infinite_values_are_kept(spark):
             ("kafka_server_raftmetrics_poll_idle_ratio_avg", -math.inf),
             ("raft_high_watermark", 1730000000500.0),
         ],
+        allow_nan_equality=True,
     )
     assert rejected.collect() == []
 
@@ -580,7 +569,7 @@ def test_duplicate_samples_keep_the_later_ingested_record(spark):
         scrape("old", old, ingested_at=RUN_1),
         jolokia("j", read, ingested_at=datetime(2024, 10, 28, 3)),
     )
-    check(
+    check_rows(
         samples,
         ["metric", "value", "source", "record_id"],
         "metric STRING, value DOUBLE, source STRING, record_id STRING",
@@ -590,6 +579,7 @@ def test_duplicate_samples_keep_the_later_ingested_record(spark):
             # a metric only the older scrape has stays
             ("raft_current_leader", 3001.0, "prometheus", "old"),
         ],
+        allow_nan_equality=True,
     )
 
 

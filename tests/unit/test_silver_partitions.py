@@ -1,23 +1,25 @@
 """silver.partitions: build_partition_states (silver.partition_states) on tiny bronze rows; the KIP-427 flags as
-kafka-topics decides them (contract §2, kafka-surfaces.md §5.2, the examples of KIP-427)."""
+kafka-topics decides them (docs/contract.md §2, docs/kafka-surfaces.md §5.2, the examples of KIP-427)."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 
 import pytest
 
 from silver.partitions import build_partition_states, topics_capture
-from tests.frames import assert_frames_equal
+from tests.captures import TOPICS_38
+from tests.frames import check_rows
+from tests.helpers import RUN_1, RUN_2, ts
+
+pytestmark = pytest.mark.usefixtures("drop_cached")
 
 BRONZE = (
     "record_id STRING, format STRING, cluster_id STRING, collected_at TIMESTAMP, payload STRING, source_file STRING, "
     "line_number INT, ingested_at TIMESTAMP, parse_error STRING"
 )
 T0 = 1730000000000
-RUN_1 = datetime(2024, 10, 28, 1, 0, 0)
-RUN_2 = datetime(2024, 10, 28, 2, 0, 0)
 
 FLAG_COLUMNS = [
     "topic",
@@ -39,10 +41,6 @@ FLAG_SCHEMA = (
     "replication_factor INT, isr_size INT, is_offline BOOLEAN, is_under_min_isr BOOLEAN, is_at_min_isr BOOLEAN, "
     "is_under_replicated BOOLEAN, status STRING"
 )
-
-
-def ts(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).replace(tzinfo=None)
 
 
 def state(
@@ -106,17 +104,6 @@ def topics(
 def run(spark, *rows: tuple, default_min_isr: int = 1):
     states, rejected = build_partition_states(spark.createDataFrame(list(rows), BRONZE), default_min_isr)
     return states.cache(), rejected.cache()
-
-
-@pytest.fixture(autouse=True)
-def _drop_cached(spark):
-    yield
-    spark.catalog.clearCache()
-
-
-def check(actual, columns: list[str], schema: str, rows: list[tuple]) -> None:
-    expected = actual.sparkSession.createDataFrame(rows, schema)
-    assert_frames_equal(actual.select(*columns), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def flags(topic, step, leader, isr, min_isr, rf, offline, under_min, at_min, under_replicated, status, partition=0):
@@ -184,7 +171,7 @@ def test_kip427_examples_step_by_step(spark, example):
         for step, (leader, isr, *_) in enumerate(steps)
     ]
     states, rejected = run(spark, *rows)
-    check(
+    check_rows(
         states,
         FLAG_COLUMNS,
         FLAG_SCHEMA,
@@ -193,7 +180,7 @@ def test_kip427_examples_step_by_step(spark, example):
             for step, (leader, isr, *outcome) in enumerate(steps)
         ],
     )
-    check(
+    check_rows(
         states,
         ["collected_at", "replicas", "source", "record_id", "source_file", "ingested_at"],
         "collected_at TIMESTAMP, replicas ARRAY<INT>, source STRING, record_id STRING, source_file STRING, "
@@ -230,7 +217,7 @@ def test_adding_replicas_are_not_counted_in_the_replication_factor(spark):
         # Without a reassignment every replica counts.
         state("d", "moving", 1, [1, 2, 3, 4], [1, 2, 3], 2, partition=3),
     )
-    check(
+    check_rows(
         states,
         [
             "partition",
@@ -257,19 +244,14 @@ def test_adding_replicas_are_not_counted_in_the_replication_factor(spark):
 def test_offline_partition_at_min_isr_is_flagged_both_and_status_is_offline(spark):
     """kafka-topics lists a leaderless partition under --at-min-isr-partitions too when |ISR| = min ISR."""
     states, _ = run(spark, state("a", "t", -1, [1, 2, 3], [3], 1))
-    check(states, FLAG_COLUMNS, FLAG_SCHEMA, [flags("t", 0, None, [3], 1, 3, True, True, True, True, "offline")])
+    check_rows(states, FLAG_COLUMNS, FLAG_SCHEMA, [flags("t", 0, None, [3], 1, 3, True, True, True, True, "offline")])
 
 
 # --- kafka-topics --describe captures -------------------------------------------------------------------------------
 
-# kafka-surfaces.md §5.2 (3.8+), plus a topic without min.insync.replicas (cluster default applies), a topic that
-# configures 1 (beats any default), and a reassignment.
-TOPICS = (
-    "Topic: orders\tTopicId: q8VZlRdhS0m8CxwYk9RWbA\tPartitionCount: 3\tReplicationFactor: 3\t"
-    "Configs: min.insync.replicas=2\n"
-    "\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2,3\tElr: \tLastKnownElr: \n"
-    "\tTopic: orders\tPartition: 1\tLeader: 2\tReplicas: 2,3,1\tIsr: 2,3\tElr: \tLastKnownElr: \n"
-    "\tTopic: orders\tPartition: 2\tLeader: none\tReplicas: 3,1,2\tIsr: 3\tElr: \tLastKnownElr: \n"
+# TOPICS_38 (docs/kafka-surfaces.md §5.2, 3.8+), plus a topic without min.insync.replicas (cluster default applies),
+# a topic that configures 1 (beats any default), and a reassignment.
+TOPICS = TOPICS_38 + (
     "Topic: payments\tTopicId: 7Zr2nH1WQd2v0pQ9c8kL1A\tPartitionCount: 1\tReplicationFactor: 3\tConfigs: \n"
     "\tTopic: payments\tPartition: 0\tLeader: 3\tReplicas: 3,1,2\tIsr: 3,1\tElr: \tLastKnownElr: \n"
     "Topic: audit\tTopicId: 1Zr2nH1WQd2v0pQ9c8kL1A\tPartitionCount: 1\tReplicationFactor: 3\t"
@@ -293,7 +275,7 @@ def test_kafka_topics_capture_with_leader_none_and_the_cluster_default_min_isr(
     spark, default_min_isr, payments, moving
 ):
     states, rejected = run(spark, topics("cap", TOPICS), default_min_isr=default_min_isr)
-    check(
+    check_rows(
         states,
         FLAG_COLUMNS,
         FLAG_SCHEMA,
@@ -306,7 +288,7 @@ def test_kafka_topics_capture_with_leader_none_and_the_cluster_default_min_isr(
             flags("moving", 0, 1, [1, 2, 3, 4], moving[0], 3, False, *moving[1:]),
         ],
     )
-    check(
+    check_rows(
         states.where("topic = 'moving'"),
         ["cluster_id", "replicas", "adding_replicas", "removing_replicas", "elr", "source", "record_id", "source_file"],
         "cluster_id STRING, replicas ARRAY<INT>, adding_replicas ARRAY<INT>, removing_replicas ARRAY<INT>, "
@@ -326,7 +308,7 @@ def test_broken_topics_capture_is_rejected_with_rule_topics_capture_parses(spark
         topics("good", TOPICS, cluster="c3"),
     )
     assert {r["cluster_id"] for r in states.collect()} == {"c3"}
-    check(
+    check_rows(
         rejected,
         ["target_table", "failed_rules", "reason", "record_id", "source_file"],
         "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record_id STRING, source_file STRING",
@@ -381,7 +363,7 @@ def test_duplicates_keep_the_later_ingested_record(spark):
         state("other-time", "t", 1, [1, 2], [1, 2], 1, partition=0, collected_ms=T0 + 1),
         state("other-cluster", "t", 1, [1, 2], [1, 2], 1, partition=0, cluster="c2"),
     )
-    check(
+    check_rows(
         states,
         ["cluster_id", "collected_at", "partition", "isr", "status", "source", "record_id"],
         "cluster_id STRING, collected_at TIMESTAMP, partition INT, isr ARRAY<INT>, status STRING, source STRING, "

@@ -1,18 +1,22 @@
 """silver.quorum: build_quorum_snapshots (silver.quorum_snapshots, silver.replica_states) on tiny bronze rows, and
-the pure-Python cli_snapshot. Scenario of kafka-surfaces.md §1.5 and §3: voters 3000, 3001, 3002; leader 3002 in
+the pure-Python cli_snapshot. Scenario of docs/kafka-surfaces.md §1.5 and §3: voters 3000, 3001, 3002; leader 3002 in
 epoch 7 (listed last in the response); HW 18542; voter 3001 behind; broker 0 an observer; leader clock 1730000000500.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 
 import pytest
-from tests.frames import assert_frames_equal
 
-from silver.quorum import cli_snapshot
 from silver.quorum import build_quorum_snapshots as build
+from silver.quorum import cli_snapshot
+from tests.captures import REPLICATION_39, REPLICATION_HUMAN, STATUS_38, STATUS_39
+from tests.frames import check_rows
+from tests.helpers import RUN_1, RUN_2, ts
+
+pytestmark = pytest.mark.usefixtures("drop_cached")
 
 BRONZE = (
     "record_id STRING, format STRING, cluster_id STRING, collected_at TIMESTAMP, api_version INT, payload STRING, "
@@ -20,8 +24,6 @@ BRONZE = (
 )
 COLLECTED_MS = 1730000000600
 LEADER_NOW = 1730000000500
-RUN_1 = datetime(2024, 10, 28, 1, 0, 0)
-RUN_2 = datetime(2024, 10, 28, 2, 0, 0)
 
 SNAPSHOT_COLUMNS = [
     "cluster_id",
@@ -82,10 +84,6 @@ DIRECTORY = {
     3002: "g42deArWBTRM5A1yuVpMCg",
     0: "3Db5QLSqSZieL3rJBUUegA",
 }
-
-
-def ts(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc).replace(tzinfo=None)
 
 
 def replica(
@@ -197,17 +195,6 @@ def run(spark, *rows: tuple):
     return tuple(df.cache() for df in build(spark.createDataFrame(list(rows), BRONZE)))
 
 
-@pytest.fixture(autouse=True)
-def _drop_cached(spark):
-    yield
-    spark.catalog.clearCache()
-
-
-def check(actual, columns: list[str], schema: str, rows: list[tuple]) -> None:
-    expected = actual.sparkSession.createDataFrame(rows, schema)
-    assert_frames_equal(actual.select(*columns), expected, ignore_row_order=True, ignore_nullable=True)
-
-
 def snapshot(
     cluster="c1",
     source="admin",
@@ -255,8 +242,8 @@ SCENARIO_LAGS = [
 
 def test_v0_has_no_timestamps_so_only_the_leader_has_time_lags_and_ref_is_the_capture_time(spark):
     snapshots, replicas, rejected = run(spark, admin("r1", response(0, scenario_voters(0), scenario_observers(0)), 0))
-    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=0, ref_ms=COLLECTED_MS)])
-    check(
+    check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=0, ref_ms=COLLECTED_MS)])
+    check_rows(
         replicas,
         LAG_COLUMNS,
         LAG_SCHEMA,
@@ -267,7 +254,7 @@ def test_v0_has_no_timestamps_so_only_the_leader_has_time_lags_and_ref_is_the_ca
             (0, False, 0, "observer", 18542, 0, None, None),
         ],
     )
-    check(
+    check_rows(
         replicas,
         TIME_COLUMNS,
         TIME_SCHEMA,
@@ -283,9 +270,9 @@ def test_v0_has_no_timestamps_so_only_the_leader_has_time_lags_and_ref_is_the_ca
 
 def test_v1_leader_listed_last_is_the_reference_and_has_zero_lags(spark):
     snapshots, replicas, rejected = run(spark, admin("r1", response(1, scenario_voters(1), scenario_observers(1)), 1))
-    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=1, ref_ms=LEADER_NOW)])
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
-    check(
+    check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=1, ref_ms=LEADER_NOW)])
+    check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
+    check_rows(
         replicas,
         TIME_COLUMNS,
         TIME_SCHEMA,
@@ -303,8 +290,8 @@ def test_v2_directory_ids_all_zero_becomes_null_and_empty_error_message_is_null(
     voters = scenario_voters(2)
     voters[1]["replicaDirectoryId"] = "AAAAAAAAAAAAAAAAAAAAAA"
     snapshots, replicas, _ = run(spark, admin("r1", response(2, voters, scenario_observers(2)), 2))
-    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=2)])
-    check(
+    check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=2)])
+    check_rows(
         replicas,
         TIME_COLUMNS,
         TIME_SCHEMA,
@@ -315,7 +302,7 @@ def test_v2_directory_ids_all_zero_becomes_null_and_empty_error_message_is_null(
             (0, False, "3Db5QLSqSZieL3rJBUUegA", ts(1730000000450), ts(1730000000450), "admin", "r1"),
         ],
     )
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
+    check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
 
 
 def test_v3_is_read_by_the_fields_we_know_and_unknown_fields_are_ignored(spark):
@@ -324,8 +311,8 @@ def test_v3_is_read_by_the_fields_we_know_and_unknown_fields_are_ignored(spark):
     resp["topics"][0]["partitions"][0]["futurePartitionField"] = {"a": [1, 2]}
     resp["topics"][0]["partitions"][0]["currentVoters"][0]["futureField"] = "x"
     snapshots, replicas, rejected = run(spark, admin("r1", resp, 3))
-    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=3)])
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
+    check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=3)])
+    check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
     assert rejected.collect() == []
 
 
@@ -340,8 +327,8 @@ def test_voter_with_leo_minus_one_has_unknown_offsets_and_times(spark):
         replica(1, 3001, 18530, 1730000000200, -1),
     ]
     snapshots, replicas, _ = run(spark, admin("r1", response(1, voters, []), 1))
-    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(voters=(3002, 3000, 3001), observers=0)])
-    check(
+    check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(voters=(3002, 3000, 3001), observers=0)])
+    check_rows(
         replicas,
         LAG_COLUMNS,
         LAG_SCHEMA,
@@ -351,7 +338,7 @@ def test_voter_with_leo_minus_one_has_unknown_offsets_and_times(spark):
             (3001, True, 2, "follower", 18530, 12, None, 300),
         ],
     )
-    check(
+    check_rows(
         replicas,
         TIME_COLUMNS,
         TIME_SCHEMA,
@@ -367,13 +354,13 @@ def test_unknown_leader_and_high_watermark_are_null(spark):
     """leaderId -1: no leader row, so no leader LEO (offset lags unknown) and ref falls back to the capture time."""
     voters = [replica(1, 3000, 100, 1730000000480, 1730000000480), replica(1, 3001, 90, 1730000000200, -1)]
     snapshots, replicas, _ = run(spark, admin("r1", response(1, voters, [], leader=-1, hw=-1), 1))
-    check(
+    check_rows(
         snapshots,
         SNAPSHOT_COLUMNS,
         SNAPSHOT_SCHEMA,
         [snapshot(leader=None, hw=None, voters=(3000, 3001), observers=0, ref_ms=COLLECTED_MS)],
     )
-    check(
+    check_rows(
         replicas,
         LAG_COLUMNS,
         LAG_SCHEMA,
@@ -386,8 +373,8 @@ def test_unknown_leader_and_high_watermark_are_null(spark):
 
 def test_high_watermark_minus_one_is_null_but_the_rest_is_kept(spark):
     snapshots, replicas, _ = run(spark, admin("r1", response(1, scenario_voters(1), scenario_observers(1), hw=-1), 1))
-    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(hw=None)])
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
+    check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(hw=None)])
+    check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
 
 
 # --- error responses ----------------------------------------------------------------------------------------------
@@ -432,7 +419,7 @@ ERROR_CASES = {
 def test_error_response_keeps_its_snapshot_with_null_leader_and_no_replica_rows(spark):
     rows = [admin(f"r-{name}", resp, version, cluster=name) for name, (version, resp, _, _) in ERROR_CASES.items()]
     snapshots, replicas, rejected = run(spark, *rows)
-    check(
+    check_rows(
         snapshots,
         [
             "cluster_id",
@@ -488,7 +475,7 @@ def test_bad_response_shape_is_rejected_with_rule_response_shape(spark):
     rows = [admin(f"r-{name}", resp, 1, cluster=name) for name, resp in BAD_SHAPES.items()]
     snapshots, replicas, rejected = run(spark, *rows)
     assert snapshots.collect() == [] and replicas.collect() == []
-    check(
+    check_rows(
         rejected,
         ["target_table", "failed_rules", "reason", "record_id", "source_file", "ingested_at"],
         "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record_id STRING, source_file STRING, "
@@ -514,9 +501,9 @@ def test_replica_entry_without_log_end_offset_is_rejected_and_the_others_kept(sp
     voters = scenario_voters(1)
     del voters[0]["logEndOffset"]
     snapshots, replicas, rejected = run(spark, admin("r1", response(1, voters, scenario_observers(1)), 1))
-    check(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot()])
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS[1:])
-    check(
+    check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot()])
+    check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS[1:])
+    check_rows(
         rejected,
         ["target_table", "failed_rules", "record_id"],
         "target_table STRING, failed_rules ARRAY<STRING>, record_id STRING",
@@ -544,7 +531,7 @@ def test_duplicates_of_a_key_keep_the_later_ingested_record_and_only_its_replica
     later = admin("r-new", response(1, later_voters, [], hw=18600), 1, ingested_at=datetime(2024, 10, 28, 3))
     other = admin("r-other", response(0, scenario_voters(0), []), 0, cluster="c2", ingested_at=RUN_1)
     snapshots, replicas, _ = run(spark, earlier, later, other)
-    check(
+    check_rows(
         snapshots,
         SNAPSHOT_COLUMNS,
         SNAPSHOT_SCHEMA,
@@ -553,7 +540,7 @@ def test_duplicates_of_a_key_keep_the_later_ingested_record_and_only_its_replica
             snapshot(cluster="c2", api_version=0, observers=0, ref_ms=COLLECTED_MS, record_ids=("r-other",)),
         ],
     )
-    check(
+    check_rows(
         replicas.where("cluster_id = 'c1'"),
         LAG_COLUMNS + ["record_id"],
         LAG_SCHEMA + ", record_id STRING",
@@ -572,7 +559,7 @@ def test_tie_response_order_is_kept_in_position(spark):
         replica(1, 3002, 500, LEADER_NOW, LEADER_NOW),
     ]
     _, replicas, _ = run(spark, admin("r1", response(1, voters, [], hw=500), 1))
-    check(
+    check_rows(
         replicas,
         LAG_COLUMNS,
         LAG_SCHEMA,
@@ -586,45 +573,8 @@ def test_tie_response_order_is_kept_in_position(spark):
 
 # --- kafka-metadata-quorum captures ---------------------------------------------------------------------------------
 
-# §3.3 exact bytes of the 3.9+ scenario: the leader is printed first.
-REPLICATION_39 = (
-    "NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
-    "3002  \tg42deArWBTRM5A1yuVpMCg\t18542       \t0  \t1730000000500     \t1730000000500        \tLeader  \t\n"
-    "3000  \tILZ5MPTeRWakmJu99uBJCA\t18542       \t0  \t1730000000480     \t1730000000480        \tFollower\t\n"
-    "3001  \tb-DwmhtOheTqZzPoh52kfA\t18530       \t12 \t1730000000200     \t1729999998100        \tFollower\t\n"
-    "0     \t3Db5QLSqSZieL3rJBUUegA\t18542       \t0  \t1730000000450     \t1730000000450        \tObserver\t\n"
-)
-# §3.3, 3.6-3.8 --human-readable ("N ms ago" relative to the capture time).
-REPLICATION_HUMAN = (
-    "NodeId\tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
-    "3002  \t18542       \t0  \t0 ms ago          \t0 ms ago             \tLeader  \t\n"
-    "3000  \t18542       \t0  \t20 ms ago         \t20 ms ago            \tFollower\t\n"
-    "3001  \t18530       \t12 \t300 ms ago        \t2400 ms ago          \tFollower\t\n"
-    "0     \t18542       \t0  \t50 ms ago         \t50 ms ago            \tObserver\t\n"
-)
-STATUS_39 = (
-    "ClusterId:              MkU3OEVBNTcwNTJENDM2Qk\n"
-    "LeaderId:               3002\n"
-    "LeaderEpoch:            7\n"
-    "HighWatermark:          18542\n"
-    "MaxFollowerLag:         12\n"
-    "MaxFollowerLagTimeMs:   2400\n"
-    'CurrentVoters:          [{"id": 3000, "directoryId": "ILZ5MPTeRWakmJu99uBJCA", "endpoints": '
-    '["CONTROLLER://controller-0:9093"]}, {"id": 3001, "directoryId": "b-DwmhtOheTqZzPoh52kfA", "endpoints": '
-    '["CONTROLLER://controller-1:9093"]}, {"id": 3002, "directoryId": "g42deArWBTRM5A1yuVpMCg", "endpoints": '
-    '["CONTROLLER://controller-2:9093"]}]\n'
-    'CurrentObservers:       [{"id": 0, "directoryId": "3Db5QLSqSZieL3rJBUUegA"}]\n'
-)
-STATUS_38 = (
-    "ClusterId:              MkU3OEVBNTcwNTJENDM2Qk\n"
-    "LeaderId:               3002\n"
-    "LeaderEpoch:            7\n"
-    "HighWatermark:          18542\n"
-    "MaxFollowerLag:         12\n"
-    "MaxFollowerLagTimeMs:   2400\n"
-    "CurrentVoters:          [3000,3001,3002]\n"
-    "CurrentObservers:       [0]\n"
-)
+# REPLICATION_39, REPLICATION_HUMAN, STATUS_39 and STATUS_38 (tests/captures.py): the examples of docs/kafka-surfaces.md
+# §3.2 and §3.3 as the test landing zone holds them.
 CLI_SNAPSHOT_COLUMNS = SNAPSHOT_COLUMNS + ["kafka_cluster_id", "cli_max_follower_lag", "cli_max_follower_lag_time_ms"]
 CLI_SNAPSHOT_SCHEMA = (
     SNAPSHOT_SCHEMA + ", kafka_cluster_id STRING, cli_max_follower_lag BIGINT, cli_max_follower_lag_time_ms BIGINT"
@@ -661,8 +611,8 @@ def test_cli_replication_alone_has_no_epoch_or_high_watermark_and_ref_from_the_l
     row = cli_row(epoch=None, hw=None)
     # Without --status the response order is unknown: voters are taken in printed order (leader first).
     row = row[:9] + ([3002, 3000, 3001],) + row[10:]
-    check(snapshots, CLI_SNAPSHOT_COLUMNS, CLI_SNAPSHOT_SCHEMA, [row])
-    check(
+    check_rows(snapshots, CLI_SNAPSHOT_COLUMNS, CLI_SNAPSHOT_SCHEMA, [row])
+    check_rows(
         replicas,
         LAG_COLUMNS,
         LAG_SCHEMA,
@@ -673,7 +623,7 @@ def test_cli_replication_alone_has_no_epoch_or_high_watermark_and_ref_from_the_l
             (0, False, 0, "observer", 18542, 0, 50, 50),
         ],
     )
-    check(
+    check_rows(
         replicas,
         TIME_COLUMNS,
         TIME_SCHEMA,
@@ -689,7 +639,7 @@ def test_cli_replication_alone_has_no_epoch_or_high_watermark_and_ref_from_the_l
 
 def test_cli_status_alone_gives_the_snapshot_and_no_replica_rows(spark):
     snapshots, replicas, rejected = run(spark, capture("st", "status", STATUS_39, cluster="c1"))
-    check(
+    check_rows(
         snapshots,
         CLI_SNAPSHOT_COLUMNS,
         CLI_SNAPSHOT_SCHEMA,
@@ -707,13 +657,13 @@ def test_cli_replication_and_status_together_take_positions_from_the_status_vote
     snapshots, replicas, rejected = run(
         spark, capture("rep", "replication", REPLICATION_39), capture("st", "status", STATUS_39)
     )
-    check(
+    check_rows(
         snapshots,
         CLI_SNAPSHOT_COLUMNS,
         CLI_SNAPSHOT_SCHEMA,
         [cli_row(record_ids=("rep", "st"), kafka_cluster_id="MkU3OEVBNTcwNTJENDM2Qk", lag=12, lag_ms=2400)],
     )
-    check(
+    check_rows(
         replicas,
         LAG_COLUMNS + ["record_id"],
         LAG_SCHEMA + ", record_id STRING",
@@ -729,7 +679,7 @@ def test_cli_human_readable_times_are_relative_to_the_capture_time(spark):
         capture("rep", "replication", REPLICATION_HUMAN, collected_ms=collected),
         capture("st", "status", STATUS_38, collected_ms=collected),
     )
-    check(
+    check_rows(
         snapshots,
         CLI_SNAPSHOT_COLUMNS,
         CLI_SNAPSHOT_SCHEMA,
@@ -744,8 +694,8 @@ def test_cli_human_readable_times_are_relative_to_the_capture_time(spark):
             )
         ],
     )
-    check(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
-    check(
+    check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
+    check_rows(
         replicas,
         TIME_COLUMNS,
         TIME_SCHEMA,
@@ -765,7 +715,7 @@ def test_cli_voter_with_leo_minus_one(spark):
         "3000  \t-1          \t18543\t-1                \t-1                   \tFollower\t\n"
     )
     _, replicas, _ = run(spark, capture("rep", "replication", text))
-    check(
+    check_rows(
         replicas,
         LAG_COLUMNS,
         LAG_SCHEMA,
@@ -806,7 +756,7 @@ def test_broken_cli_capture_is_rejected_with_rule_cli_capture_parses(spark):
         expected.append(("silver.quorum_snapshots", ["cli_capture_parses"], reason, "+".join(ids)))
     snapshots, replicas, rejected = run(spark, *rows)
     assert snapshots.collect() == [] and replicas.collect() == []
-    check(
+    check_rows(
         rejected,
         ["target_table", "failed_rules", "reason", "record_id"],
         "target_table STRING, failed_rules ARRAY<STRING>, reason STRING, record_id STRING",
@@ -825,7 +775,7 @@ def test_cli_capture_sent_twice_keeps_the_later_ingested_one(spark):
         capture("rep-old", "replication", older, ingested_at=RUN_1),
     )
     assert [r["record_ids"] for r in snapshots.collect()] == [["rep-new"]]
-    check(
+    check_rows(
         replicas.where("replica_id = 3001"),
         ["replica_id", "log_end_offset", "offset_lag", "record_id"],
         "replica_id INT, log_end_offset BIGINT, offset_lag BIGINT, record_id STRING",
@@ -839,7 +789,7 @@ def test_cli_cluster_comes_from_the_path_and_captures_of_other_times_stay_apart(
         capture("a", "replication", REPLICATION_39, cluster="kraft-a"),
         capture("b", "status", STATUS_39, cluster="kraft-a", collected_ms=COLLECTED_MS + 1000),
     )
-    check(
+    check_rows(
         snapshots,
         ["cluster_id", "collected_at", "leader_epoch", "record_ids", "kafka_cluster_id"],
         "cluster_id STRING, collected_at TIMESTAMP, leader_epoch INT, record_ids ARRAY<STRING>, "

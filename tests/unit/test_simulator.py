@@ -6,7 +6,6 @@ and read by most tests; format tests also render the constructed examples of doc
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
@@ -20,17 +19,14 @@ from pipelines.simulator.cluster import QuorumView, ReplicaView
 from pipelines.simulator.metrics import java_double
 from pipelines.simulator.quorum import describe_quorum_response, replication_text, status_text
 from pipelines.simulator.topology import ClusterTopology, hashmap_order
+from tests.captures import REPLICATION_39, REPLICATION_HUMAN, STATUS_39
+from tests.helpers import read_text
 
 ALL = FleetSpec(clusters=len(SCENARIOS), scenarios=tuple(SCENARIOS))
 INTERVAL_MS = ALL.interval_s * 1000
 
 
 # --- helpers --------------------------------------------------------------------------------------------------------
-
-
-def read_text(path: Path) -> str:
-    data = path.read_bytes()
-    return (gzip.decompress(data) if path.name.endswith(".gz") else data).decode("utf-8")
 
 
 def files(root: Path, pattern: str) -> list[Path]:
@@ -63,7 +59,7 @@ def expected_max_follower_lag(response: dict) -> tuple[int, int]:
 
 
 def caught_up_lags(response: dict) -> dict[int, int | None]:
-    """caught_up_lag_ms per voter (contract §2: ref = the leader's own lastCaughtUpTimestamp)."""
+    """caught_up_lag_ms per voter (docs/contract.md §2: ref = the leader's own lastCaughtUpTimestamp)."""
     p = partition_of(response)
     ref = [v for v in p["currentVoters"] if v["replicaId"] == p["leaderId"]][0]["lastCaughtUpTimestamp"]
     return {
@@ -294,7 +290,7 @@ def test_voters_in_hashmap_order_and_leader_not_always_first(fleet):
 
 
 def test_describe_quorum_examples_render_exactly():
-    """The constructed examples of kafka-surfaces.md §1.5, §3.2 and §3.3."""
+    """The constructed examples of docs/kafka-surfaces.md §1.5, §3.2 and §3.3."""
     dirs = {
         3000: "ILZ5MPTeRWakmJu99uBJCA",
         3001: "b-DwmhtOheTqZzPoh52kfA",
@@ -353,33 +349,10 @@ def test_describe_quorum_examples_render_exactly():
         '"port":9093}]}]}'
     )
     v2 = describe_quorum_response(view, 2, topo)
-    assert replication_text(v2, (3, 9), False, 1730000000600) == (
-        "NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
-        "3002  \tg42deArWBTRM5A1yuVpMCg\t18542       \t0  \t1730000000500     \t1730000000500        \tLeader  \t\n"
-        "3000  \tILZ5MPTeRWakmJu99uBJCA\t18542       \t0  \t1730000000480     \t1730000000480        \tFollower\t\n"
-        "3001  \tb-DwmhtOheTqZzPoh52kfA\t18530       \t12 \t1730000000200     \t1729999998100        \tFollower\t\n"
-        "0     \t3Db5QLSqSZieL3rJBUUegA\t18542       \t0  \t1730000000450     \t1730000000450        \tObserver\t\n"
-    )
-    assert replication_text(describe_quorum_response(view, 1, topo), (3, 7), True, 1730000000500) == (
-        "NodeId\tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
-        "3002  \t18542       \t0  \t0 ms ago          \t0 ms ago             \tLeader  \t\n"
-        "3000  \t18542       \t0  \t20 ms ago         \t20 ms ago            \tFollower\t\n"
-        "3001  \t18530       \t12 \t300 ms ago        \t2400 ms ago          \tFollower\t\n"
-        "0     \t18542       \t0  \t50 ms ago         \t50 ms ago            \tObserver\t\n"
-    )
-    assert status_text(v2, (3, 9), topo.kafka_cluster_id) == (
-        "ClusterId:              MkU3OEVBNTcwNTJENDM2Qk\n"
-        "LeaderId:               3002\n"
-        "LeaderEpoch:            7\n"
-        "HighWatermark:          18542\n"
-        "MaxFollowerLag:         12\n"
-        "MaxFollowerLagTimeMs:   2400\n"
-        'CurrentVoters:          [{"id": 3000, "directoryId": "ILZ5MPTeRWakmJu99uBJCA", "endpoints": '
-        '["CONTROLLER://controller-0:9093"]}, {"id": 3001, "directoryId": "b-DwmhtOheTqZzPoh52kfA", "endpoints": '
-        '["CONTROLLER://controller-1:9093"]}, {"id": 3002, "directoryId": "g42deArWBTRM5A1yuVpMCg", "endpoints": '
-        '["CONTROLLER://controller-2:9093"]}]\n'
-        'CurrentObservers:       [{"id": 0, "directoryId": "3Db5QLSqSZieL3rJBUUegA"}]\n'
-    )
+    # §3.2 and §3.3 byte for byte (tests/captures.py: the test landing zone's copies)
+    assert replication_text(v2, (3, 9), False, 1730000000600) == REPLICATION_39
+    assert replication_text(describe_quorum_response(view, 1, topo), (3, 7), True, 1730000000500) == REPLICATION_HUMAN
+    assert status_text(v2, (3, 9), topo.kafka_cluster_id) == STATUS_39
     assert status_text(describe_quorum_response(view, 1, topo), (3, 7), topo.kafka_cluster_id).endswith(
         "CurrentVoters:          [3000,3001,3002]\nCurrentObservers:       [0]\n"
     )

@@ -4,8 +4,6 @@ settings, and the CLI's refusal to serve a non-loopback address without authenti
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -16,6 +14,7 @@ from pipelines.sql_guard import (
     is_loopback,
     thrift_auth_settings,
 )
+from tests.helpers import quorumlake
 
 ALLOWED = [
     "SELECT * FROM gold.v_fleet_overview",
@@ -128,13 +127,7 @@ def test_loopback_addresses():
     ],
 )
 def test_serve_refuses_a_non_loopback_address_without_authentication(tmp_path, args, message):
-    result = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "serve", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    result = quorumlake("serve", *args, cwd=tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr
@@ -146,14 +139,7 @@ def test_serve_refuses_a_session_it_cannot_run_a_thrift_server_in(tmp_path, how)
     settings = tmp_path / "settings.toml"
     settings.write_text('spark_remote = "sc://127.0.0.1:1"\n' if how == "spark_remote" else "")
     env = {**os.environ, **({"DATABRICKS_RUNTIME_VERSION": "client.5.0"} if how == "databricks" else {})}
-    result = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "serve", "--config", str(settings)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=env,
-    )
+    result = quorumlake("serve", "--config", str(settings), cwd=tmp_path, env=env)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "serve runs Spark's Thrift server inside this process's JVM" in lines[0], result.stderr

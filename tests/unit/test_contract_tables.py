@@ -1,10 +1,10 @@
-"""pipelines.tables: the registry's clustering keys are usable liquid-clustering keys for every table."""
+"""contract.tables: the registry's clustering keys are usable liquid-clustering keys for every table."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipelines.tables import ALL_TABLES, GOLD_CONTROLLER_HEALTH, GOLD_TABLES
+from contract.tables import ALL_TABLES, GOLD_CONTROLLER_HEALTH, GOLD_TABLES
 
 CLUSTERABLE_TYPES = ("STRING", "INT", "BIGINT", "TIMESTAMP", "DATE", "BOOLEAN", "DOUBLE")
 

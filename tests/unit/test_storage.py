@@ -1,4 +1,4 @@
-"""The storage seam (pipelines/io.py): bounded MERGEs, the driver-side reads of a local Delta log, the run's engine."""
+"""The storage seam (pipelines/storage/): bounded MERGEs, the driver-side reads of a local Delta log, the run's engine."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from pipelines.io import PARQUET_TO_LANDING, Bounds, Lakehouse
-from pipelines.tables import BRONZE_QUORUM_RAW
+from contract.tables import BRONZE_QUORUM_RAW
+from pipelines.storage import PARQUET_TO_LANDING, Bounds, Lakehouse
 from tests.frames import assert_frames_equal
 
 T0 = datetime(2024, 10, 27, 3, 33, 20, tzinfo=timezone.utc)
@@ -269,8 +269,8 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
 
 
 def test_a_full_refresh_is_sized_by_the_tables_it_rereads(spark, make_lakehouse, tmp_path):
+    from contract.tables import ALL_TABLES
     from pipelines.run import rebuild_size
-    from pipelines.tables import ALL_TABLES
 
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables(ALL_TABLES)
@@ -287,8 +287,8 @@ def test_a_full_refresh_is_sized_by_the_tables_it_rereads(spark, make_lakehouse,
 
 
 def test_a_new_warehouse_records_its_table_definitions_with_the_first_progress_commit(spark, make_lakehouse, tmp_path):
-    from pipelines.io import registry_fingerprint
-    from pipelines.tables import ALL_TABLES, PIPELINE_RUNS
+    from contract.tables import ALL_TABLES, PIPELINE_RUNS
+    from pipelines.storage import registry_fingerprint
 
     def records(lakehouse):
         return {
@@ -323,7 +323,7 @@ def test_a_new_warehouse_records_its_table_definitions_with_the_first_progress_c
 def test_bringing_tables_to_their_definitions_commits_only_what_differs(spark, make_lakehouse, tmp_path):
     import dataclasses
 
-    from pipelines.tables import ALL_TABLES, BRONZE_METRICS_RAW
+    from contract.tables import ALL_TABLES, BRONZE_METRICS_RAW
 
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables(ALL_TABLES)
@@ -379,7 +379,7 @@ def test_a_classic_session_materializes_by_caching_and_leaves_no_scratch(spark, 
 
 
 def test_a_backlog_of_versions_is_cut_into_ranges_of_bounded_bytes_each_holding_a_commit():
-    from pipelines.io import batches
+    from pipelines.storage import batches
 
     assert batches(-1, 3, {0: 0, 1: 100, 2: 100, 3: 100}, 150) == [(-1, 1), (1, 2), (2, 3)]
     assert batches(-1, 3, {0: 0, 1: 100, 2: 100, 3: 100}, 10**9) == [(-1, 3)]
@@ -393,7 +393,7 @@ def test_a_backlog_of_versions_is_cut_into_ranges_of_bounded_bytes_each_holding_
 
 
 def test_the_bytes_each_commit_added_match_delta_s_own_history(spark, make_lakehouse, tmp_path):
-    from pipelines.tables import PIPELINE_RUNS
+    from contract.tables import PIPELINE_RUNS
 
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables((PIPELINE_RUNS,))
@@ -429,7 +429,7 @@ def test_a_silver_batch_is_spread_over_partitions_of_bounded_bytes_only_when_it_
 def test_names_registered_over_existing_tables_carry_their_declared_columns_comments_and_layout(
     spark, make_lakehouse, tmp_path
 ):
-    from pipelines.tables import GOLD_QUORUM_STATUS
+    from contract.tables import GOLD_QUORUM_STATUS
 
     lakehouse = make_lakehouse(tmp_path / "landing")
     specs = (BRONZE_QUORUM_RAW, GOLD_QUORUM_STATUS)
@@ -453,8 +453,8 @@ def test_names_registered_over_existing_tables_carry_their_declared_columns_comm
 def test_a_table_created_from_its_template_is_the_table_sql_creates(spark, make_lakehouse, tmp_path, monkeypatch):
     import json
 
+    from contract.tables import ALL_TABLES, BRONZE_METRICS_RAW, GOLD_QUORUM_STATUS, SILVER_QUORUM_SNAPSHOTS
     from pipelines.session import templates_home
-    from pipelines.tables import ALL_TABLES, BRONZE_METRICS_RAW, GOLD_QUORUM_STATUS, SILVER_QUORUM_SNAPSHOTS
 
     monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "cache" / "ivy"))  # no template yet
     specs = (BRONZE_QUORUM_RAW, SILVER_QUORUM_SNAPSHOTS, GOLD_QUORUM_STATUS)

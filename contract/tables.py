@@ -1,6 +1,6 @@
 """THE table registry: every table of the lakehouse, with its schema, key and meaning.
 
-A table is found here by its name alone (`bronze.quorum_raw`); `pipelines.io` creates and registers them from
+A table is found here by its name alone (`bronze.quorum_raw`); `pipelines.storage` creates and registers them from
 these specs, and the contract tests compare each layer function's output with the schema declared here.
 
 `clustering` names each table's liquid-clustering keys (`CLUSTER BY (...)`): the columns of the predicates its
@@ -8,11 +8,13 @@ readers and MERGEs use, cluster first, then the time the incremental jobs bound 
 supports it (Unity Catalog managed tables with predictive optimization), a `cluster_by_auto` setting is meant to
 create them with `CLUSTER BY AUTO` instead, letting Databricks choose and change the keys from the query history;
 the keys declared here stay the fallback for local Delta and other catalogs. (Creating tables with these keys is
-`pipelines.io`'s job.)
+`pipelines.storage`'s job.)
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -34,7 +36,7 @@ class TableSpec:
 
     @property
     def ddl(self) -> str:
-        return ", ".join(f"`{n}` {t} COMMENT '{_sql_str(c)}'" for n, t, c in self.columns)
+        return ", ".join(f"`{n}` {t} COMMENT '{sql_string(c)}'" for n, t, c in self.columns)
 
     @property
     def column_names(self) -> list[str]:
@@ -45,7 +47,7 @@ class TableSpec:
         return ", ".join(f"`{n}` {t}" for n, t, _ in self.columns)
 
 
-def _sql_str(text: str) -> str:
+def sql_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
@@ -515,7 +517,17 @@ ALL_TABLES: tuple[TableSpec, ...] = (
     SILVER_DQ_VALIDATIONS,
     *GOLD_TABLES,
 )
-SCHEMAS = ("bronze", "silver", "gold")
+# The medallion layers in run order; each is a schema of the lakehouse holding its tables.
+LAYERS: tuple[str, ...] = tuple(dict.fromkeys(spec.schema for spec in ALL_TABLES))
+
+
+_PLACEHOLDER = re.compile(r"\{((?:bronze|silver|gold)\.[a-z_]+)\}")
+
+
+def resolve_names(sql: str, resolve: Callable[[str], str]) -> str:
+    """`sql` with each contract name in braces (`{gold.quorum_status}`, `{gold.v_fleet_overview}`) replaced by
+    `resolve(name)`, the name a lakehouse gives it (a catalog and a schema prefix on Databricks)."""
+    return _PLACEHOLDER.sub(lambda m: resolve(m.group(1)), sql)
 
 
 def by_name(name: str) -> TableSpec:

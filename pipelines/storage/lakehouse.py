@@ -1,0 +1,66 @@
+"""`Lakehouse`: the tables and checkpoints of one warehouse, seen through one Spark session."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from pipelines.config import Config
+from pipelines.storage.catalog import Catalog
+from pipelines.storage.reads import Reads
+from pipelines.storage.sources import Sources
+from pipelines.storage.writes import Writes
+
+
+class Lakehouse(Catalog, Reads, Writes, Sources):
+    """The tables and checkpoints of one warehouse, seen through one Spark session."""
+
+    def __init__(self, spark: SparkSession, config: Config):
+        self.spark = spark
+        self.config = config
+        self._progress_rows: dict[str, dict[str, tuple[int, str | None]]] | None = None
+        # progress records not written yet: they go with the next `save_progress` commit (see `_migrate`)
+        self._unsaved: dict[str, tuple[dict[str, int], dict[str, str]]] = {}
+        # a full refresh reads whole tables, whatever the landing zone's new data: about this many landing bytes' worth
+        # (None: unknown, so Spark's defaults); 0 outside a full refresh
+        self.rebuild_bytes: int | None = 0
+
+    # --- engine -------------------------------------------------------------------------------------------------------
+
+    def tune_for(self, new_bytes: int | None) -> bool:
+        """Pick Spark's engine for this run from the size of its new data: at most `small_run_bytes`, the
+        interpreted engine (compiling generated code for each of a run's few hundred small queries cost a quarter of
+        its CPU); more, or unknown (None), Spark's defaults. Local sessions only. Returns True when interpreted."""
+        from pipelines.session import on_databricks
+
+        sizes = (new_bytes, self.rebuild_bytes)
+        small = None not in sizes and max(sizes) <= self.config.small_run_bytes
+        if on_databricks():
+            return False
+        for key, interpreted, default in _ENGINE_SETTINGS:
+            self.spark.conf.set(key, interpreted if small else default)
+        return small
+
+    def tune_up_for(self, parquet_bytes: int | None) -> None:
+        """A batch of this many bytes of a table's Parquet, more than a small run's worth (a resumed backfill whose
+        bronze had nothing new), gets Spark's defaults for the rest of the run; a small one changes nothing."""
+        if parquet_bytes is not None and PARQUET_TO_LANDING * parquet_bytes > self.config.small_run_bytes:
+            self.tune_for(None)
+
+
+# Delta's Parquet holds the landing zone's text in about a quarter of its bytes (the demo fleet: 10.6 MB of landing
+# files, 3.0 MB of bronze files); sizes in Parquet are compared with small_run_bytes in landing bytes.
+PARQUET_TO_LANDING = 4
+
+
+# (setting, value for a small run, Spark's default)
+_ENGINE_SETTINGS = (
+    ("spark.sql.codegen.wholeStage", "false", "true"),
+    ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"),
+    ("spark.sql.adaptive.enabled", "false", "true"),
+)
+
+
+# The settings of Spark's interpreted engine, for a session known to serve small runs only (`tune_for` sets them per
+# run on a local session; a server started for tiny data, such as the test suite's Spark Connect server, is started
+# with them).
+INTERPRETED_ENGINE = {key: interpreted for key, interpreted, _ in _ENGINE_SETTINGS}
