@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from contract.tables import LAYERS
-from pipelines.simulator import FleetSpec, generate
+from tools.simulator import FleetSpec, generate
 
 Progress = Callable[[str], None]
 

@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--json", metavar="FILE", help="also write the results to this file")
 
-    from pipelines.collect.command import add_collect_parser
+    from tools.collect.command import add_collect_parser
 
     add_collect_parser(commands)
 
@@ -172,7 +172,7 @@ def _add_wait(p: argparse.ArgumentParser) -> None:
 
 
 def _add_fleet(p: argparse.ArgumentParser, hours: float = 1.0, clusters: int = 2) -> None:
-    from pipelines.simulator import SCENARIOS
+    from tools.simulator import SCENARIOS
 
     p.add_argument("--clusters", type=_positive_int, default=clusters, help=f"clusters (default: {clusters})")
     p.add_argument("--brokers", type=_positive_int, default=3, help="brokers per cluster (default: 3)")

@@ -199,7 +199,7 @@ def generate_landing(
     scenarios: tuple[str, ...],
     seed: int,
 ):
-    from pipelines.simulator import FleetSpec, generate
+    from tools.simulator import FleetSpec, generate
 
     spec = FleetSpec(
         clusters=clusters,
@@ -217,7 +217,7 @@ def generate_landing(
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from pipelines.collect.command import CollectUsageError, run_collect
+    from tools.collect.command import CollectUsageError, run_collect
 
     try:
         return run_collect(args, progress)
@@ -272,7 +272,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def write_report(lakehouse, out: Path) -> Path:
-    from pipelines.report.page import build_report, queries
+    from tools.report.page import build_report, queries
 
     data = {key: lakehouse.rows(sql) for key, sql in queries(lakehouse.name_of).items()}
     html = build_report(data, lakehouse.config.quorum_lag_time_slo_ms, now_ms())

@@ -62,7 +62,7 @@ def wheel_python(tmp_path_factory) -> Path:
     wheel = next((root / "dist").glob("quorumlake-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "expectations/silver_replica_states.json" in names and "pipelines/ivysettings.xml" in names
-    assert "pipelines/simulator/fleet.py" in names and not any(n.startswith("tests/") for n in names)
+    assert "tools/simulator/fleet.py" in names and not any(n.startswith("tests/") for n in names)
     env_dir = root / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"

@@ -3,7 +3,8 @@
 - Only `pipelines/storage/` (every read, write, MERGE and checkpoint), `pipelines/session.py` (starts the engine)
   and `pipelines/sql_guard.py` (serves it) import Delta's Python API, run SQL through a session (`spark.sql(...)`),
   or reach into the JVM (`_jvm`, `_jsparkSession`).
-- `bronze`, `silver`, `gold`, `expectations` never import `pipelines`; `contract` imports nothing of the project.
+- `bronze`, `silver`, `gold`, `expectations` and the tools (`tools`: simulator, collector, report) never import
+  `pipelines`; `contract` imports nothing of the project.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("contract", "bronze", "silver", "gold", "expectations", "pipelines")
+PACKAGES = ("contract", "bronze", "silver", "gold", "expectations", "tools", "pipelines")
 ENGINE_MODULES = ("pipelines/storage/", "pipelines/session.py", "pipelines/sql_guard.py")
 JVM_ATTRIBUTES = {"_jvm", "_jsparkSession", "_jsc"}
 
@@ -72,7 +73,7 @@ def test_the_check_sees_what_it_forbids():
     assert _engine_uses(ast.parse("df.where(bounds.sql())\nF.expr('x')\n")) == []
 
 
-@pytest.mark.parametrize("package", ["bronze", "silver", "gold", "expectations", "contract"])
+@pytest.mark.parametrize("package", ["bronze", "silver", "gold", "expectations", "tools", "contract"])
 def test_layers_and_the_registry_do_not_import_upward(package):
     forbidden = {"pipelines"} if package != "contract" else set(PACKAGES) - {"contract"}
     wrong = {

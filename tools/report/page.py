@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from contract.tables import resolve_names
-from pipelines.report.svg import line_chart, timeline_chart
+from tools.report.svg import line_chart, timeline_chart
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;background:#fafafa}

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from pipelines.collect.landing import Landing, safe_segment
-from pipelines.collect.partitions import partition_record, partition_states
-from pipelines.collect.quorum import quorum_via_brokers, quorum_via_controllers
-from pipelines.collect.settings import ClientSettings
-from pipelines.collect.wire import CollectError
+from tools.collect.landing import Landing, safe_segment
+from tools.collect.partitions import partition_record, partition_states
+from tools.collect.quorum import quorum_via_brokers, quorum_via_controllers
+from tools.collect.settings import ClientSettings
+from tools.collect.wire import CollectError
 
 MAX_SCRAPE_BYTES = 64 * 1024 * 1024
 

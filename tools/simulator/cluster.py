@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.simulator.metadata_log import MetadataLog
-from pipelines.simulator.timeline import OUTAGE_FENCE_MS, Election, Timeline
-from pipelines.simulator.topology import ClusterTopology, Noise, hashmap_order
+from tools.simulator.metadata_log import MetadataLog
+from tools.simulator.timeline import OUTAGE_FENCE_MS, Election, Timeline
+from tools.simulator.topology import ClusterTopology, Noise, hashmap_order
 
 NOT_LEADER_OR_FOLLOWER = 6
 OBSERVER_SESSION_TIMEOUT_MS = 300_000

@@ -8,6 +8,6 @@
 - `runner`: the poll loop.
 """
 
-from pipelines.collect.settings import ClientSettings, SettingsError, load_settings
+from tools.collect.settings import ClientSettings, SettingsError, load_settings
 
 __all__ = ["ClientSettings", "SettingsError", "load_settings"]

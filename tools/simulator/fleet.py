@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipelines.simulator.cluster import ClusterSim
-from pipelines.simulator.metrics import jolokia_lines, node_samples, prometheus_text
-from pipelines.simulator.partitions import partition_line, topics_text
-from pipelines.simulator.quorum import describe_quorum_response, envelope_line, replication_text, status_text
-from pipelines.simulator.timeline import SCENARIOS, Timeline, build_timeline
-from pipelines.simulator.topology import ClusterTopology, build_topology
-from pipelines.simulator.writer import LandingWriter
+from tools.simulator.cluster import ClusterSim
+from tools.simulator.metrics import jolokia_lines, node_samples, prometheus_text
+from tools.simulator.partitions import partition_line, topics_text
+from tools.simulator.quorum import describe_quorum_response, envelope_line, replication_text, status_text
+from tools.simulator.timeline import SCENARIOS, Timeline, build_timeline
+from tools.simulator.topology import ClusterTopology, build_topology
+from tools.simulator.writer import LandingWriter
 
 CAPTURE_EVERY = 4  # CLI and kafka-topics captures: every 4th snapshot, plus the snapshots around each fault edge
 

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from pipelines.simulator.cluster import ClusterSim
-from pipelines.simulator.quorum import compact
+from tools.simulator.cluster import ClusterSim
+from tools.simulator.quorum import compact
 
 RAFT_HELP = {
     "current-state": "The current state of this member; possible values are leader, candidate, voted, follower, "

@@ -1,6 +1,6 @@
 """A deterministic Kafka fleet simulator that writes a quorumlake landing zone (`quorumlake generate`).
 
-    from pipelines.simulator import FleetSpec, generate
+    from tools.simulator import FleetSpec, generate
     summary = generate(Path("lakehouse/landing"), FleetSpec(clusters=8, scenarios=tuple(SCENARIOS)))
 
 Modules: `topology` (ids, topics, per-cluster format choices), `timeline` (scenarios as timed events),
@@ -8,7 +8,7 @@ Modules: `topology` (ids, topics, per-cluster format choices), `timeline` (scena
 landing formats), `writer` (streaming, gzip), `fleet` (the loop).
 """
 
-from pipelines.simulator.fleet import ClusterInfo, FleetSpec, GenerateSummary, generate
-from pipelines.simulator.timeline import SCENARIOS
+from tools.simulator.fleet import ClusterInfo, FleetSpec, GenerateSummary, generate
+from tools.simulator.timeline import SCENARIOS
 
 __all__ = ["SCENARIOS", "ClusterInfo", "FleetSpec", "GenerateSummary", "generate"]

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from pipelines.simulator.cluster import PartitionState
-from pipelines.simulator.quorum import compact
-from pipelines.simulator.topology import ClusterTopology
+from tools.simulator.cluster import PartitionState
+from tools.simulator.quorum import compact
+from tools.simulator.topology import ClusterTopology
 
 
 def partition_line(cluster_id: str, collected_at_ms: int, p: PartitionState) -> str:

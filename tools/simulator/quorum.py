@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 from contract.kafka import ZERO_UUID
-from pipelines.simulator.cluster import QuorumView, ReplicaView
-from pipelines.simulator.topology import CONTROLLER_PORT, ClusterTopology
+from tools.simulator.cluster import QuorumView, ReplicaView
+from tools.simulator.topology import CONTROLLER_PORT, ClusterTopology
 
 METADATA_TOPIC = "__cluster_metadata"
 ERROR_MESSAGES = {

@@ -22,8 +22,8 @@ from kafka.protocol.admin import (
 )
 
 from contract.kafka import ZERO_UUID
-from pipelines.collect.settings import ClientSettings
-from pipelines.collect.wire import CollectError, KafkaConnection, error_name, first_reachable
+from tools.collect.settings import ClientSettings
+from tools.collect.wire import CollectError, KafkaConnection, error_name, first_reachable
 
 METADATA_TOPIC = "__cluster_metadata"
 HIGHEST_VERSION = 2  # the versions this renderer knows (0-2, all Kafka releases so far)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 # stdlib-only imports here: every `quorumlake` command builds this parser; the Kafka client loads in run_collect
-from pipelines.collect.settings import SettingsError, load_settings, split_address
+from tools.collect.settings import SettingsError, load_settings, split_address
 
 
 class CollectUsageError(ValueError):
@@ -96,7 +96,7 @@ def add_collect_parser(commands) -> argparse.ArgumentParser:
 
 
 def run_collect(args: argparse.Namespace, progress: Callable[[str], None]) -> int:
-    from pipelines.collect.runner import CollectOptions, Collector
+    from tools.collect.runner import CollectOptions, Collector
 
     try:
         settings = load_settings(args.command_config)

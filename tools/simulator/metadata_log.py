@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import bisect
 
-from pipelines.simulator.timeline import Window
-from pipelines.simulator.topology import Noise
+from tools.simulator.timeline import Window
+from tools.simulator.topology import Noise
 
 NOOP_INTERVAL_MS = 500
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipelines.simulator.topology import ClusterTopology, Noise
+from tools.simulator.topology import ClusterTopology, Noise
 
 SCENARIOS: dict[str, str] = {
     "healthy": "no fault: leader stable, followers and observers caught up, full ISRs",

@@ -20,8 +20,8 @@ from kafka.protocol.admin import (
 )
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from pipelines.collect.settings import ClientSettings
-from pipelines.collect.wire import CollectError, KafkaConnection, error_name, first_reachable
+from tools.collect.settings import ClientSettings
+from tools.collect.wire import CollectError, KafkaConnection, error_name, first_reachable
 
 TOPIC_RESOURCE = 2
 MIN_ISR = "min.insync.replicas"

@@ -26,7 +26,7 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from pipelines.collect.settings import ClientSettings, split_address
+from tools.collect.settings import ClientSettings, split_address
 
 CLIENT_ID = "quorumlake-collect"
 MAX_FRAME = 100 * 1024 * 1024
