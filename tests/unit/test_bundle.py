@@ -27,7 +27,8 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from contract.tables import LAYERS
+from contract.tables import GOLD_TABLES, LAYERS
+from gold.views import VIEWS
 from pipelines.cli import UsageError, build_parser
 from tests.conftest import build_wheel
 
@@ -55,143 +56,11 @@ def _schema_path() -> Path:
 
 SCHEMA_PATH = _schema_path()
 
-# The gold objects the dashboard may read, with their columns: docs/contract.md §2 (gold) and the views of the
-# "Databricks deployment" issue. A dataset that uses any other column fails below.
+# The gold objects the dashboard and the alerts may read, with their columns: the registry's gold tables
+# (contract/tables.py) and the views of gold/views.py. A dataset that uses any other object or column fails below.
 GOLD_COLUMNS: dict[str, set[str]] = {
-    "quorum_status": {
-        "cluster_id",
-        "collected_at",
-        "leader_id",
-        "leader_epoch",
-        "high_watermark",
-        "max_follower_lag",
-        "max_follower_lag_time_ms",
-        "voters",
-        "voters_within_slo",
-        "observers",
-    },
-    "replica_lag_sli": {
-        "cluster_id",
-        "replica_id",
-        "is_voter",
-        "window_start",
-        "window_end",
-        "snapshots",
-        "max_offset_lag",
-        "p50_caught_up_lag_ms",
-        "p99_caught_up_lag_ms",
-        "max_caught_up_lag_ms",
-        "max_fetch_age_ms",
-        "good_snapshots",
-        "sli",
-    },
-    "quorum_health": {
-        "cluster_id",
-        "window_start",
-        "window_end",
-        "snapshots",
-        "leader_changes",
-        "leaders",
-        "high_watermark_advance",
-        "high_watermark_stalled",
-        "max_follower_lag",
-        "max_follower_lag_time_ms",
-        "good_snapshots",
-        "sli",
-    },
-    "isr_health": {
-        "cluster_id",
-        "collected_at",
-        "partitions",
-        "offline",
-        "under_min_isr",
-        "at_min_isr",
-        "under_replicated",
-    },
-    "isr_health_by_topic": {
-        "cluster_id",
-        "collected_at",
-        "topic",
-        "partitions",
-        "offline",
-        "under_min_isr",
-        "at_min_isr",
-        "under_replicated",
-    },
-    "at_min_isr_episodes": {
-        "cluster_id",
-        "topic",
-        "partition",
-        "started_at",
-        "ended_at",
-        "duration_ms",
-        "snapshots",
-        "escalated",
-    },
-    "metadata_offset_divergence": {
-        "cluster_id",
-        "node_id",
-        "scraped_at",
-        "node_role",
-        "active_controller_id",
-        "node_last_applied_offset",
-        "controller_last_committed_offset",
-        "divergence_records",
-        "last_applied_lag_ms",
-    },
-    "v_fleet_overview": {
-        "cluster_id",
-        "as_of",
-        "leader_id",
-        "max_follower_lag",
-        "max_follower_lag_time_ms",
-        "voters",
-        "voters_within_slo",
-        "at_min_isr",
-        "under_min_isr",
-        "offline",
-        "worst_divergence_records",
-        "status",
-        "last_snapshot_at",
-        "is_stale",
-        "active_controllers",
-        "unknown_voter_connections",
-        "metadata_errors",
-        "fenced_brokers",
-    },
-    "controller_health": {
-        "cluster_id",
-        "node_id",
-        "window_start",
-        "window_end",
-        "node_role",
-        "scrapes",
-        "last_scraped_at",
-        "raft_state",
-        "current_vote",
-        "avg_commit_latency_ms",
-        "max_commit_latency_ms",
-        "avg_election_latency_ms",
-        "max_election_latency_ms",
-        "unknown_voter_connections",
-        "append_records_per_s",
-        "fetch_records_per_s",
-        "fenced_brokers",
-        "active_brokers",
-        "metadata_errors",
-        "timed_out_broker_heartbeats",
-        "active_controller_count",
-    },
-    "v_slo_attainment_daily": {"cluster_id", "day", "snapshots", "good_snapshots", "sli"},
-    "v_partitions_at_min_isr": {
-        "cluster_id",
-        "topic",
-        "partition",
-        "started_at",
-        "duration_ms",
-        "snapshots",
-        "escalated",
-    },
+    **{spec.table: set(spec.column_names) for spec in GOLD_TABLES},
+    **{view.name.split(".")[1]: {name for name, _ in view.columns} for view in VIEWS},
 }
 
 # Declared for documentation and later overrides, but not passed to the jobs: `quorumlake run` takes these from its
