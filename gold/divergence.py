@@ -88,3 +88,13 @@ def build_metadata_offset_divergence(metrics: DataFrame, tolerance_ms: int) -> D
         (committed - applied).try_cast("bigint").alias("divergence_records"),
         F.round(lag).try_cast("bigint").alias("last_applied_lag_ms"),
     ).select(*GOLD_METADATA_OFFSET_DIVERGENCE.column_names)
+
+
+def divergence_scope(changes: DataFrame, tolerance_ms: int) -> DataFrame:
+    """The scrape times whose divergence rows a change of silver.node_metrics may alter, per cluster (cluster_id,
+    lo, hi): from the earliest to the latest changed scrape, widened by the pairing tolerance on both sides (a late
+    controller scrape re-pairs every node scrape within the tolerance of it)."""
+    tolerance = F.expr(f"INTERVAL {tolerance_ms / 1000} SECONDS")
+    return changes.groupBy("cluster_id").agg(
+        (F.min("scraped_at") - tolerance).alias("lo"), (F.max("scraped_at") + tolerance).alias("hi")
+    )

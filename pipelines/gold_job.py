@@ -39,7 +39,7 @@ from contract.tables import (
     SILVER_REPLICA_STATES,
 )
 from gold.controller import build_controller_health
-from gold.divergence import build_metadata_offset_divergence
+from gold.divergence import build_metadata_offset_divergence, divergence_scope
 from gold.isr import (
     build_at_min_isr_episodes,
     build_isr_health,
@@ -309,12 +309,7 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
 def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
     tolerance = lakehouse.config.divergence_tolerance_ms
     tol = F.expr(f"INTERVAL {tolerance / 1000} SECONDS")
-    # every scrape within the tolerance of a change may pair differently now (a late controller scrape)
-    ranges = (
-        batch.groupBy("cluster_id")
-        .agg((F.min("scraped_at") - tol).alias("lo"), (F.max("scraped_at") + tol).alias("hi"))
-        .transform(cached)
-    )
+    ranges = divergence_scope(batch, tolerance).transform(cached)
     bounds = Bounds.of(ranges, "hi", lo_column="lo").on("scraped_at")
     metrics = (
         lakehouse.read(SILVER_NODE_METRICS)

@@ -155,3 +155,20 @@ def test_pairing_matches_a_brute_force_search_across_many_scrapes(spark):
         close = [c for c in controllers if abs(s(b) - s(c)) <= timedelta(milliseconds=TOLERANCE_MS)]
         best = min(close, key=lambda c: (abs(s(b) - s(c)), c)) if close else None
         assert got[s(b)] == (s(best) if best is not None else None), b
+
+
+def test_the_scope_of_changed_scrapes_is_their_span_per_cluster_widened_by_the_tolerance(spark):
+    from gold.divergence import divergence_scope
+
+    changes = spark.createDataFrame(
+        [
+            ("c1", 3, s(10), "m", 1.0, "broker"),
+            ("c1", 1, s(40), "m", 1.0, "controller"),
+            ("c2", 3, s(5), "m", 1.0, "broker"),
+        ],
+        METRICS,
+    )
+    expected = spark.createDataFrame(
+        [("c1", s(8.5), s(41.5)), ("c2", s(3.5), s(6.5))], "cluster_id STRING, lo TIMESTAMP, hi TIMESTAMP"
+    )
+    assert_frames_equal(divergence_scope(changes, 1500), expected, ignore_row_order=True, ignore_nullable=True)
