@@ -9,18 +9,10 @@ from dataclasses import dataclass
 
 from contract.tables import (
     ALL_TABLES,
-    BRONZE_INGEST_RUNS,
-    BRONZE_METRICS_RAW,
-    BRONZE_PARTITIONS_RAW,
-    BRONZE_QUORUM_RAW,
     BRONZE_SOURCES,
-    GOLD_TABLES,
     LAYERS,
-    SILVER_NODE_METRICS,
-    SILVER_PARTITION_STATES,
-    SILVER_QUARANTINE,
-    SILVER_QUORUM_SNAPSHOTS,
-    SILVER_REPLICA_STATES,
+    PIPELINE_RUNS,
+    SILVER_DQ_VALIDATIONS,
 )
 from pipelines.session import release_all
 from pipelines.storage import PARQUET_TO_LANDING, Lakehouse
@@ -68,17 +60,13 @@ def run_pipeline(
     return summaries
 
 
-# What `--full-refresh` empties per layer; silver.dq_validations is a log and keeps its history.
+# What `--full-refresh` empties per layer: every table of the layer but the logs that keep their history
+# (bronze.pipeline_runs, reset per layer instead, and silver.dq_validations).
 REFRESHED = {
-    "bronze": (BRONZE_QUORUM_RAW, BRONZE_METRICS_RAW, BRONZE_PARTITIONS_RAW, BRONZE_INGEST_RUNS),
-    "silver": (
-        SILVER_QUORUM_SNAPSHOTS,
-        SILVER_REPLICA_STATES,
-        SILVER_PARTITION_STATES,
-        SILVER_NODE_METRICS,
-        SILVER_QUARANTINE,
-    ),
-    "gold": GOLD_TABLES,
+    layer: tuple(
+        spec for spec in ALL_TABLES if spec.schema == layer and spec not in (PIPELINE_RUNS, SILVER_DQ_VALIDATIONS)
+    )
+    for layer in LAYERS
 }
 
 
