@@ -41,7 +41,7 @@ class Reads:
 
     def rows(self, sql: str) -> list[dict]:
         """A small query's rows, as dicts."""
-        return [row.asDict() for row in self.spark.sql(sql).collect()]
+        return [row.asDict() for row in self.query(sql).collect()]
 
     def size_bytes(self, spec: TableSpec) -> int:
         """The bytes of the table's current files (DESCRIBE DETAIL)."""

@@ -663,7 +663,7 @@ def test_every_alert_query_is_spark_sql_over_the_deployment_s_gold(key):
     assert isinstance(tree, exp.Query)
     for table in tree.find_all(exp.Table):
         assert (table.catalog, table.db) == ("main", "gold"), table.sql()
-        columns = GOLD_COLUMNS.get(table.name) or _registry_columns(f"gold.{table.name}")
+        columns = GOLD_COLUMNS.get(table.name)
         assert columns, f"{key}: unknown gold object {table.name}"
         defined = {alias.alias for alias in tree.find_all(exp.Alias)}
         used = {c.name for c in tree.find_all(exp.Column)} - defined
@@ -734,7 +734,6 @@ def test_every_dataset_is_spark_sql_over_gold(name):
         assert table.db == "gold" and not table.catalog, f"{name}: {table.sql()} must be gold.<name>, no catalog"
         assert table.name in GOLD_COLUMNS, f"{name}: unknown gold object {table.name}"
         allowed |= GOLD_COLUMNS[table.name]
-        allowed |= _registry_columns(f"gold.{table.name}") or set()
     used = {column.name for column in tree.find_all(exp.Column)}
     assert used <= allowed, f"{name} uses unknown columns {sorted(used - allowed)}"
 
