@@ -68,38 +68,52 @@ def test_json_lines_become_one_row_per_line_with_envelope_fields(spark):
     assert_frames_equal(out, expected, ignore_row_order=True, ignore_nullable=True)
 
 
-@pytest.mark.parametrize(
-    ("line", "error"),
-    [
-        ('{"cluster_id":"c1","collected_at_ms":1,"api_version":0}', "missing field 'response'"),
-        (
-            '{"cluster_id":"c1","collected_at_ms":1,"api_version":0,"response":"x"}',
-            "field 'response' must be an object, not string",
-        ),
-        ('{"cluster_id":"c1","collected_at_ms":1,"api_version":-1,"response":{}}', "field 'api_version' is negative"),
-        (
-            '{"cluster_id":7,"collected_at_ms":1,"api_version":0,"response":{}}',
-            "field 'cluster_id' must be a string, not bigint",
-        ),
-        ('{"cluster_id":"c1","collected_at_ms":null,"api_version":0,"response":{}}', "field 'collected_at_ms' is null"),
-        (
-            '{"cluster_id":"c1","collected_at_ms":1.5,"api_version":0,"response":{}}',
-            "field 'collected_at_ms' must be an integer, not decimal(2,1)",
-        ),
-        (
-            '{"collected_at_ms":1,"api_version":0,"response":{}}',
-            "missing field 'cluster_id' (and no cluster= path segment)",
-        ),
-        ("[1,2]", "not a JSON object"),
-        ("   ", "blank line"),
-        (
-            '{"cluster_id":"c1"}',
-            "missing field 'collected_at_ms'; missing field 'api_version'; missing field 'response'",
-        ),
-    ],
-)
-def test_quorum_envelope_errors_are_named(spark, line, error):
-    out = records(spark, "quorum", ("quorum/a.jsonl", (line + "\n").encode())).select("payload", "parse_error").first()
+ENVELOPE_ERRORS = [
+    ('{"cluster_id":"c1","collected_at_ms":1,"api_version":0}', "missing field 'response'"),
+    (
+        '{"cluster_id":"c1","collected_at_ms":1,"api_version":0,"response":"x"}',
+        "field 'response' must be an object, not string",
+    ),
+    ('{"cluster_id":"c1","collected_at_ms":1,"api_version":-1,"response":{}}', "field 'api_version' is negative"),
+    (
+        '{"cluster_id":7,"collected_at_ms":1,"api_version":0,"response":{}}',
+        "field 'cluster_id' must be a string, not bigint",
+    ),
+    ('{"cluster_id":"c1","collected_at_ms":null,"api_version":0,"response":{}}', "field 'collected_at_ms' is null"),
+    (
+        '{"cluster_id":"c1","collected_at_ms":1.5,"api_version":0,"response":{}}',
+        "field 'collected_at_ms' must be an integer, not decimal(2,1)",
+    ),
+    (
+        '{"collected_at_ms":1,"api_version":0,"response":{}}',
+        "missing field 'cluster_id' (and no cluster= path segment)",
+    ),
+    ("[1,2]", "not a JSON object"),
+    ("   ", "blank line"),
+    (
+        '{"cluster_id":"c1"}',
+        "missing field 'collected_at_ms'; missing field 'api_version'; missing field 'response'",
+    ),
+]
+
+
+def one_action(spark, source: str, entries: list[tuple[str, bytes]]) -> list[list]:
+    """Each (path, data) of `entries` as a file of its own (under a folder `case<i>/`, which no rule reads), all
+    through `build_raw_records` in one input frame and one Spark action: a parametrized group's cases cost one query
+    instead of one each, since a file's records depend on that file alone. Returns each file's records, in order."""
+    paths = [f"case{i}/{path}" for i, (path, _) in enumerate(entries)]
+    rows = records(spark, source, *((path, data) for path, (_, data) in zip(paths, entries))).collect()
+    return [[r for r in rows if r["source_file"] == f"file:/landing/{path}"] for path in paths]
+
+
+@pytest.fixture(scope="module")
+def envelope_records(spark) -> list[list]:
+    return one_action(spark, "quorum", [("quorum/a.jsonl", (line + "\n").encode()) for line, _ in ENVELOPE_ERRORS])
+
+
+@pytest.mark.parametrize(("line", "error"), ENVELOPE_ERRORS)
+def test_quorum_envelope_errors_are_named(envelope_records, line, error):
+    [out] = envelope_records[ENVELOPE_ERRORS.index((line, error))]
     assert out["payload"] == line
     assert out["parse_error"] == error
 
@@ -149,29 +163,34 @@ def test_whole_file_captures_take_cluster_and_time_from_the_path(spark):
     assert_frames_equal(out, expected, ignore_row_order=True, ignore_nullable=True)
 
 
-@pytest.mark.parametrize(
-    ("path", "data", "error"),
-    [
-        ("quorum/1730000000500.replication.txt", b"NodeId\t\n", "no cluster=<id> segment in the path"),
-        ("quorum/cluster=k/latest.replication.txt", b"NodeId\t\n", "file name does not start with <collected_at_ms>."),
-        (
-            "quorum/cluster=k/1.replication.txt",
-            b"Error: timeout\n",
-            "not a 'describe --replication' capture (no NodeId header)",
-        ),
-        ("quorum/cluster=k/1.status.txt", b"hello\n", "not a 'describe --status' capture (no LeaderId line)"),
-        (
-            "quorum/cluster=k/notes.md",
-            b"hello\n",
-            "unrecognized file name in quorum/: expected one of *.replication.txt[.gz], *.status.txt[.gz], *.jsonl[.gz]",
-        ),
-        ("quorum/cluster=k/1.status.txt.gz", b"\x1f\x8b\x08\x00garbage", None),
-        ("quorum/cluster=k/1.status.txt", b"", "empty file"),
-        ("quorum/cluster=k/1.status.txt.gz", gzip.compress(b"", mtime=0), "empty file after decompression"),
-    ],
-)
-def test_whole_file_errors(spark, path, data, error):
-    out = records(spark, "quorum", (path, data)).first()
+WHOLE_FILE_ERRORS = [
+    ("quorum/1730000000500.replication.txt", b"NodeId\t\n", "no cluster=<id> segment in the path"),
+    ("quorum/cluster=k/latest.replication.txt", b"NodeId\t\n", "file name does not start with <collected_at_ms>."),
+    (
+        "quorum/cluster=k/1.replication.txt",
+        b"Error: timeout\n",
+        "not a 'describe --replication' capture (no NodeId header)",
+    ),
+    ("quorum/cluster=k/1.status.txt", b"hello\n", "not a 'describe --status' capture (no LeaderId line)"),
+    (
+        "quorum/cluster=k/notes.md",
+        b"hello\n",
+        "unrecognized file name in quorum/: expected one of *.replication.txt[.gz], *.status.txt[.gz], *.jsonl[.gz]",
+    ),
+    ("quorum/cluster=k/1.status.txt.gz", b"\x1f\x8b\x08\x00garbage", None),
+    ("quorum/cluster=k/1.status.txt", b"", "empty file"),
+    ("quorum/cluster=k/1.status.txt.gz", gzip.compress(b"", mtime=0), "empty file after decompression"),
+]
+
+
+@pytest.fixture(scope="module")
+def whole_file_records(spark) -> list[list]:
+    return one_action(spark, "quorum", [(path, data) for path, data, _ in WHOLE_FILE_ERRORS])
+
+
+@pytest.mark.parametrize(("path", "data", "error"), WHOLE_FILE_ERRORS)
+def test_whole_file_errors(whole_file_records, path, data, error):
+    [out] = whole_file_records[WHOLE_FILE_ERRORS.index((path, data, error))]
     if error is None:
         assert out["parse_error"].startswith("not a valid gzip file")
         assert base64.b64decode(out["payload_base64"]) == data
@@ -271,22 +290,27 @@ def test_unknown_source_is_rejected(spark):
 EPOCH_RANGE = "epoch milliseconds must be between 0 and 253402300799999 (year 9999)"
 
 
-@pytest.mark.parametrize(
-    ("collected_at_ms", "error"),
-    [
-        ("9000000000000000", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # year 287168
-        ("253402300800000", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # 10000-01-01
-        ("-5", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),
-        ("4611686018427387904", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # 2^62: long overflow
-        ("9223372036854775808", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # 2^63
-        ("-9223372036854775809", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),
-        ("1" + "0" * 5000, "malformed JSON"),  # thousands of digits: beyond what the JSON parser reads
-        ("253402300799999", None),  # the last millisecond of year 9999 is fine
-    ],
-)
-def test_epoch_milliseconds_beyond_a_timestamp_are_parse_errors(spark, collected_at_ms, error):
-    line = QUORUM_OK.replace("1730000000600", collected_at_ms)
-    out = records(spark, "quorum", ("quorum/a.jsonl", line.encode())).select("collected_at", "parse_error").first()
+EPOCH_CASES = [
+    ("9000000000000000", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # year 287168
+    ("253402300800000", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # 10000-01-01
+    ("-5", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),
+    ("4611686018427387904", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # 2^62: long overflow
+    ("9223372036854775808", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),  # 2^63
+    ("-9223372036854775809", f"field 'collected_at_ms' is out of range: {EPOCH_RANGE}"),
+    ("1" + "0" * 5000, "malformed JSON"),  # thousands of digits: beyond what the JSON parser reads
+    ("253402300799999", None),  # the last millisecond of year 9999 is fine
+]
+
+
+@pytest.fixture(scope="module")
+def epoch_records(spark) -> list[list]:
+    lines = [QUORUM_OK.replace("1730000000600", collected_at_ms) for collected_at_ms, _ in EPOCH_CASES]
+    return one_action(spark, "quorum", [("quorum/a.jsonl", line.encode()) for line in lines])
+
+
+@pytest.mark.parametrize(("collected_at_ms", "error"), EPOCH_CASES)
+def test_epoch_milliseconds_beyond_a_timestamp_are_parse_errors(epoch_records, collected_at_ms, error):
+    [out] = epoch_records[EPOCH_CASES.index((collected_at_ms, error))]
     assert out["parse_error"] == error
     assert (out["collected_at"] is None) == (error is not None)
 
