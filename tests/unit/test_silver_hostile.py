@@ -115,28 +115,38 @@ def test_offsets_whose_difference_overflows_do_not_fail_the_batch(spark):
     assert rejected.collect() == []
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "reason"),
-    [
-        ("18530       ", "9" * 5000, "line 4: LogEndOffset '" + "9" * 40 + "'... is out of range (more than 64 bits)"),
-        (
-            "1730000000200     ",
-            "9000000000000000",
-            "replica 3001: LastFetchTimestamp 9000000000000000 is out of range (epoch milliseconds up to year 9999)",
-        ),
-        ("3001  \tb-", "4294967296\tb-", "value out of range for its column: voter_ids[2]"),
-    ],
-)
-def test_cli_capture_with_values_no_column_can_hold_is_quarantined(spark, old, new, reason):
-    text = REPLICATION_39.replace(old, new)
-    assert text != REPLICATION_39
+CLI_BEYOND_COLUMNS = [
+    ("18530       ", "9" * 5000, "line 4: LogEndOffset '" + "9" * 40 + "'... is out of range (more than 64 bits)"),
+    (
+        "1730000000200     ",
+        "9000000000000000",
+        "replica 3001: LastFetchTimestamp 9000000000000000 is out of range (epoch milliseconds up to year 9999)",
+    ),
+    ("3001  \tb-", "4294967296\tb-", "value out of range for its column: voter_ids[2]"),
+]
+
+
+@pytest.fixture(scope="module")
+def cli_beyond_columns(spark) -> tuple[list[str], dict]:
+    """Each case of CLI_BEYOND_COLUMNS as the capture of a cluster of its own (record `rep<i>`), beside one good
+    capture, in one build: (the clusters silver.quorum_snapshots holds, the rejected records' rules and reasons)."""
+    bad = [
+        quorum.capture(f"rep{i}", "replication", REPLICATION_39.replace(old, new), cluster=f"bad{i}")
+        for i, (old, new, _) in enumerate(CLI_BEYOND_COLUMNS)
+    ]
     snapshots, _replicas, rejected = quorum.run(
-        spark,
-        quorum.capture("rep", "replication", text),
-        quorum.capture("ok", "replication", REPLICATION_39, cluster="c2"),
+        spark, *bad, quorum.capture("ok", "replication", REPLICATION_39, cluster="c2")
     )
-    assert [r["cluster_id"] for r in snapshots.collect()] == ["c2"]
-    assert _reasons(rejected) == {"rep": (["cli_capture_parses"], reason)}
+    return [r["cluster_id"] for r in snapshots.collect()], _reasons(rejected)
+
+
+@pytest.mark.parametrize(("old", "new", "reason"), CLI_BEYOND_COLUMNS)
+def test_cli_capture_with_values_no_column_can_hold_is_quarantined(cli_beyond_columns, old, new, reason):
+    assert REPLICATION_39.replace(old, new) != REPLICATION_39
+    clusters, reasons = cli_beyond_columns
+    assert clusters == ["c2"]
+    assert set(reasons) == {f"rep{i}" for i in range(len(CLI_BEYOND_COLUMNS))}
+    assert reasons[f"rep{CLI_BEYOND_COLUMNS.index((old, new, reason))}"] == (["cli_capture_parses"], reason)
 
 
 # --- silver.partition_states ---------------------------------------------------------------------------------------
