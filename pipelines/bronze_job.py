@@ -54,6 +54,7 @@ def run_bronze(
     if config.ingest_mode == "autoloader" or not is_local(config.landing):
         return _run_streams(lakehouse, progress)
     lakehouse.unstage()  # what a killed run left
+    since = {spec.name: lakehouse.local_version(spec) for spec in BRONZE_SOURCES.values()}  # counted from here
     recorded = lakehouse.fingerprint(CONSUMER, LANDING)
     scan = scan_landing(config.landing, BRONZE_SOURCES, lakehouse.landing_folders(recorded), _settled_before(config))
     listing = scan.files
@@ -81,7 +82,7 @@ def run_bronze(
         reached(config, "bronze:recorded")
         lakehouse.save_progress(CONSUMER, {LANDING: len(listing)}, {LANDING: fingerprint})
         lakehouse.save_landing_folders(fingerprint, scan.folders)
-    ingested = lakehouse.count_ingested([BRONZE_SOURCES[s] for s in sorted(touched)], config.run_at)
+    ingested = lakehouse.count_ingested([BRONZE_SOURCES[s] for s in sorted(touched)], config.run_at, since)
     return [BronzeCounts(spec.name, *ingested.get(spec.name, (0, 0))) for spec in BRONZE_SOURCES.values()]
 
 

@@ -135,6 +135,45 @@ class Reads:
             return None
         return sum(self.commit_sizes(spec, after_version, upto_version)[0].values())
 
+    def local_version(self, spec: TableSpec) -> int | None:
+        """The table's current version where its log is local (a directory listing), else None (no query)."""
+        return self.version(spec) if self._local_log(spec) is not None else None
+
+    def added_rows(
+        self, spec: TableSpec, after_version: int, upto_version: int, counting: str | None = None
+    ) -> tuple[int, int] | None:
+        """(rows, rows whose `counting` column is not null: all of them without one) that the commits
+        (after_version, upto_version] added, from a local log's file statistics on the driver, no Spark job. Only
+        where that is certain: every commit in the range present and adding rows alone (appends, insert-only
+        MERGEs), every added file with statistics (and a null count for `counting`). None otherwise (a commit that
+        removed or changed rows, a log that is not local): the caller asks Spark."""
+        log = self._local_log(spec)
+        if log is None:
+            return None
+        rows = counted = 0
+        for version in range(after_version + 1, upto_version + 1):
+            try:
+                with open(os.path.join(log, f"{version:020d}.json"), encoding="utf-8") as f:
+                    actions = [json.loads(line) for line in f if line.strip()]
+            except (OSError, ValueError):
+                return None
+            for action in actions:
+                if "remove" in action or "cdc" in action:
+                    return None
+                add = action.get("add")
+                if add is None or not add.get("dataChange", True):
+                    continue
+                if add.get("deletionVector"):
+                    return None
+                try:
+                    stats = json.loads(add["stats"])
+                    n = int(stats["numRecords"])
+                    nulls = int(stats["nullCount"][counting]) if counting else 0
+                except (KeyError, TypeError, ValueError):
+                    return None
+                rows, counted = rows + n, counted + n - nulls
+        return rows, counted
+
     def known_empty(self, spec: TableSpec) -> bool:
         """Whether the table certainly holds no row: a local table whose log removed every file it added, or never
         added one (what CREATE TABLE and a full refresh's DELETE leave). Read on the driver, no Spark job. A table

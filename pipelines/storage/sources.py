@@ -142,20 +142,34 @@ class Sources:
         root = self.checkpoint("bronze")
         return Path(root) / "landing_folders.json" if is_local(root) else None
 
-    def count_ingested(self, specs: list[TableSpec], run_at: datetime) -> dict[str, tuple[int, int]]:
-        """Rows this run added to each of the bronze tables, and how many of them carry a parse error, in one query
-        (files of earlier runs are skipped by their `ingested_at` statistics)."""
-        if not specs:
-            return {}
-        per_table = [
-            self.read(spec)
-            .where(F.col("ingested_at") == F.lit(run_at))
-            .agg(F.count(F.lit(1)).alias("rows"), F.count("parse_error").alias("errors"))
-            .withColumn("table", F.lit(spec.name))
-            for spec in specs
-        ]
-        rows = functools.reduce(DataFrame.unionByName, per_table).collect()
-        return {r["table"]: (int(r["rows"]), int(r["errors"])) for r in rows}
+    def count_ingested(
+        self, specs: list[TableSpec], run_at: datetime, since: dict[str, int | None] | None = None
+    ) -> dict[str, tuple[int, int]]:
+        """Rows this run added to each of the bronze tables, and how many of them carry a parse error. Where the
+        table's version before the run is known (`since`) and its log is local, counted from the statistics of the
+        files its commits since then added (bronze only appends); the others in one query (files of earlier runs
+        are skipped by their `ingested_at` statistics)."""
+        counts: dict[str, tuple[int, int]] = {}
+        asked = []
+        for spec in specs:
+            before = (since or {}).get(spec.name)
+            upto = self.local_version(spec) if before is not None else None
+            added = self.added_rows(spec, before, upto, "parse_error") if upto is not None else None
+            if added is None:
+                asked.append(spec)
+            else:
+                counts[spec.name] = added
+        if asked:
+            per_table = [
+                self.read(spec)
+                .where(F.col("ingested_at") == F.lit(run_at))
+                .agg(F.count(F.lit(1)).alias("rows"), F.count("parse_error").alias("errors"))
+                .withColumn("table", F.lit(spec.name))
+                for spec in asked
+            ]
+            rows = functools.reduce(DataFrame.unionByName, per_table).collect()
+            counts.update({r["table"]: (int(r["rows"]), int(r["errors"])) for r in rows})
+        return counts
 
     # --- staging and scratch ------------------------------------------------------------------------------------------
 

@@ -10,12 +10,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from contract.tables import GOLD_QUORUM_HEALTH, GOLD_TABLES, SILVER_QUARANTINE, SILVER_QUORUM_SNAPSHOTS
 from pipelines import cli
+from pipelines.config import Config
 from pipelines.storage import Lakehouse
 from tests import read_back
 from tests.e2e.test_crash import killed_in_process
 
+DATA = Path(__file__).parents[1] / "data"
 SILVER_AND_GOLD = (
     "silver.quorum_snapshots",
     "silver.replica_states",
@@ -72,14 +76,48 @@ def test_a_second_run_on_a_busy_warehouse_stops_with_one_line_and_exit_3(tmp_pat
         pass
 
 
-def test_full_refresh_rebuilds_silver_and_gold_to_the_same_contents(spark, landing, tmp_path, capsys):
-    zone = landing("landing", "landing_bad")
-    warehouse = tmp_path / "wh"
-    run(zone, warehouse, capsys)
+@pytest.fixture(scope="module")
+def upgraded(spark, tmp_path_factory) -> tuple[Path, Path]:
+    """A warehouse whose gold.quorum_health an older release created (without its last column, another table
+    comment, a column comment since reworded), then run over the test landing zone, bad files included: the
+    upgrade's test reads it, the full refresh's works on a copy. (landing zone, warehouse)"""
+    root = tmp_path_factory.mktemp("upgraded")
+    zone, warehouse = root / "landing", root / "wh"
+    for tree in ("landing", "landing_bad"):
+        shutil.copytree(DATA / tree, zone, dirs_exist_ok=True)
+    older = dataclasses.replace(
+        GOLD_QUORUM_HEALTH,
+        columns=tuple((n, t, "old words" if n == "snapshots" else c) for n, t, c in GOLD_QUORUM_HEALTH.columns[:-1]),
+    )
+    Lakehouse(spark, Config(landing=str(zone), warehouse=str(warehouse))).ensure_tables((older,))
+    path = warehouse / "gold" / "quorum_health"
+    assert GOLD_QUORUM_HEALTH.columns[-1][0] not in spark.read.format("delta").load(str(path)).columns
+    assert cli.main(["run", "--landing", str(zone), "--warehouse", str(warehouse)]) == 0
+    return zone, warehouse
+
+
+def test_a_warehouse_built_by_older_table_definitions_is_upgraded(spark, upgraded):
+    _zone, warehouse = upgraded
+    path = warehouse / "gold" / "quorum_health"
+    fields = {f.name: f for f in spark.read.format("delta").load(str(path)).schema.fields}
+    assert [f for f in fields] == GOLD_QUORUM_HEALTH.column_names
+    assert {n: fields[n].metadata.get("comment") for n, _, _ in GOLD_QUORUM_HEALTH.columns} == {
+        n: c for n, _, c in GOLD_QUORUM_HEALTH.columns
+    }
+    # and the upgraded table was filled like any other
+    last = GOLD_QUORUM_HEALTH.columns[-1][0]
+    assert spark.read.format("delta").load(str(path)).where(f"`{last}` IS NOT NULL").count() > 0
+    assert spark.read.format("delta").load(str(warehouse / "silver" / SILVER_QUORUM_SNAPSHOTS.table)).count() > 0
+
+
+def test_full_refresh_rebuilds_silver_and_gold_to_the_same_contents(spark, upgraded, tmp_path, capsys):
+    zone, warehouse = upgraded[0], tmp_path / "wh"
+    shutil.copytree(upgraded[1], warehouse, symlinks=True)
     quarantine_cols = ("quarantined_at",)
     before = {name: contents(warehouse, name) for name in SILVER_AND_GOLD}
     quarantine = contents(warehouse, SILVER_QUARANTINE.name, quarantine_cols)
     bronze = contents(warehouse, "bronze.quorum_raw")
+    assert quarantine  # the bad files' records are there to be rebuilt
 
     run(zone, warehouse, capsys, "--full-refresh", "--layers", "silver,gold")
     assert {name: contents(warehouse, name) for name in SILVER_AND_GOLD} == before
@@ -87,33 +125,6 @@ def test_full_refresh_rebuilds_silver_and_gold_to_the_same_contents(spark, landi
     assert contents(warehouse, "bronze.quorum_raw") == bronze  # bronze untouched
     history = spark.sql(f"DESCRIBE HISTORY delta.`{warehouse / 'silver' / 'quorum_snapshots'}`").collect()
     assert "DELETE" in {r["operation"] for r in history}  # emptied, then rebuilt, with the history kept
-
-
-def test_a_warehouse_built_by_older_table_definitions_is_upgraded(spark, landing, tmp_path, capsys):
-    zone = landing("landing")
-    warehouse = tmp_path / "wh"
-    # gold.quorum_health as an older release defined it: without its last column, another table comment, and a
-    # column comment since reworded
-    last = GOLD_QUORUM_HEALTH.columns[-1][0]
-    older = dataclasses.replace(
-        GOLD_QUORUM_HEALTH,
-        columns=tuple((n, t, "old words" if n == "snapshots" else c) for n, t, c in GOLD_QUORUM_HEALTH.columns[:-1]),
-    )
-    from pipelines.config import Config
-
-    Lakehouse(spark, Config(landing=str(zone), warehouse=str(warehouse))).ensure_tables((older,))
-    path = warehouse / "gold" / "quorum_health"
-    assert last not in spark.read.format("delta").load(str(path)).columns
-
-    run(zone, warehouse, capsys)
-    fields = {f.name: f for f in spark.read.format("delta").load(str(path)).schema.fields}
-    assert [f for f in fields] == GOLD_QUORUM_HEALTH.column_names
-    assert {n: fields[n].metadata.get("comment") for n, _, _ in GOLD_QUORUM_HEALTH.columns} == {
-        n: c for n, _, c in GOLD_QUORUM_HEALTH.columns
-    }
-    # and the upgraded table was filled like any other
-    assert spark.read.format("delta").load(str(path)).where(f"`{last}` IS NOT NULL").count() > 0
-    assert spark.read.format("delta").load(str(warehouse / "silver" / SILVER_QUORUM_SNAPSHOTS.table)).count() > 0
 
 
 def test_a_backlog_taken_in_many_small_batches_ends_in_the_tables_of_one_batch(

@@ -88,6 +88,36 @@ def test_a_table_is_known_empty_until_a_file_is_added_and_again_once_every_file_
     assert lakehouse.known_empty(BRONZE_QUORUM_RAW)
 
 
+def test_rows_added_are_counted_from_the_log_only_where_every_commit_just_added_rows(spark, make_lakehouse, tmp_path):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    created = lakehouse.version(BRONZE_QUORUM_RAW)
+    with_errors = _raw(spark, [("a", "c1"), ("b", "c1"), ("c", "c2")]).withColumn(
+        "parse_error", F.when(F.col("record_id") != "a", F.lit("bad"))
+    )
+    lakehouse.insert_new(BRONZE_QUORUM_RAW, with_errors)  # an append
+    lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("c", "c2"), ("d", "c2")]))  # an insert-only MERGE: d
+    upto = lakehouse.version(BRONZE_QUORUM_RAW)
+    feed = lakehouse.changes(BRONZE_QUORUM_RAW, created, upto).where("_change_type = 'insert'")
+    assert (
+        lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto, "parse_error")
+        == (
+            feed.count(),
+            feed.where(F.col("parse_error").isNotNull()).count(),
+        )
+        == (4, 2)
+    )
+    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created + 1, upto) == (1, 1)  # the MERGE alone: d
+    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, -1, created) == (0, 0)  # CREATE TABLE adds no row
+    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, upto, upto) == (0, 0)
+    assert lakehouse.local_version(BRONZE_QUORUM_RAW) == upto
+    # a commit that removed rows: not certain from the log, Spark is asked
+    spark.sql(f"DELETE FROM {lakehouse.ref(BRONZE_QUORUM_RAW)} WHERE record_id = 'a'")
+    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto + 1) is None
+    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto + 1, "no_such_column") is None
+    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto, "no_such_column") is None  # no null count
+
+
 def _raw_at(spark, rows):
     """bronze.quorum_raw rows from (record_id, collected_at) pairs in cluster c1."""
     return (
