@@ -6,9 +6,12 @@ epoch 7 (listed last in the response); HW 18542; voter 3001 behind; broker 0 an 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from datetime import datetime
 
 import pytest
+from pyspark.sql import DataFrame
 
 from silver.quorum import build_quorum_snapshots as build
 from silver.quorum import cli_snapshot
@@ -190,9 +193,47 @@ def capture(
     )
 
 
-def run(spark, *rows: tuple):
-    """(snapshots, replicas, rejected), each cached: a test looks at an output more than once."""
-    return tuple(df.cache() for df in build(spark.createDataFrame(list(rows), BRONZE)))
+# Every test's bronze rows are built in one input frame, once per module (`built`): one plan and three Spark actions
+# for the module instead of a plan and a handful of actions per test (building silver.quorum's plan alone is ~2 s).
+CASES: list[Callable[[], list[tuple]]] = []
+MARK = re.compile("\u00a7[0-9]+\u00a7")  # §<case>§, put before a case's record ids and clusters
+
+
+def case(rows: Callable[[], list[tuple]]) -> Callable[[], list[tuple]]:
+    """A test's bronze rows (record_id, format, cluster_id, ... in the order of BRONZE), built with the others."""
+    CASES.append(rows)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def built(spark) -> dict[Callable, tuple[DataFrame, DataFrame, DataFrame]]:
+    """(snapshots, replicas, rejected) of each case: every case's rows through build_quorum_snapshots in one input
+    frame, a case's record ids and clusters marked as its own (no two cases share a snapshot key, and each output
+    row names the records it came from), each output collected once; a case gets its own rows back, marks removed,
+    as local DataFrames of the output's schema (checking them runs no Spark job)."""
+    rows = [
+        (f"\u00a7{i}\u00a7{r[0]}", r[1], None if r[2] is None else f"\u00a7{i}\u00a7{r[2]}", *r[3:])
+        for i, rows_of in enumerate(CASES)
+        for r in rows_of()
+    ]
+    outputs = build(spark.createDataFrame(rows, BRONZE))
+    per_case: dict[Callable, list[DataFrame]] = {rows_of: [] for rows_of in CASES}
+    for df in outputs:
+        collected = df.collect()
+        for i, rows_of in enumerate(CASES):
+            mine = [_unmarked(r) for r in collected if f"\u00a7{i}\u00a7" in repr(r)]
+            per_case[rows_of].append(spark.createDataFrame(mine, df.schema))
+    return {rows_of: tuple(frames) for rows_of, frames in per_case.items()}
+
+
+def _unmarked(value):
+    if isinstance(value, str):
+        return MARK.sub("", value)
+    if isinstance(value, dict):
+        return {_unmarked(k): _unmarked(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):  # a Row is a tuple
+        return tuple(_unmarked(v) for v in value) if isinstance(value, tuple) else [_unmarked(v) for v in value]
+    return value
 
 
 def snapshot(
@@ -240,8 +281,13 @@ SCENARIO_LAGS = [
 # --- DescribeQuorum JSON, by version ----------------------------------------------------------------------------
 
 
-def test_v0_has_no_timestamps_so_only_the_leader_has_time_lags_and_ref_is_the_capture_time(spark):
-    snapshots, replicas, rejected = run(spark, admin("r1", response(0, scenario_voters(0), scenario_observers(0)), 0))
+@case
+def v0() -> list[tuple]:
+    return [admin("r1", response(0, scenario_voters(0), scenario_observers(0)), 0)]
+
+
+def test_v0_has_no_timestamps_so_only_the_leader_has_time_lags_and_ref_is_the_capture_time(built):
+    snapshots, replicas, rejected = built[v0]
     check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=0, ref_ms=COLLECTED_MS)])
     check_rows(
         replicas,
@@ -268,8 +314,13 @@ def test_v0_has_no_timestamps_so_only_the_leader_has_time_lags_and_ref_is_the_ca
     assert rejected.collect() == []
 
 
-def test_v1_leader_listed_last_is_the_reference_and_has_zero_lags(spark):
-    snapshots, replicas, rejected = run(spark, admin("r1", response(1, scenario_voters(1), scenario_observers(1)), 1))
+@case
+def v1() -> list[tuple]:
+    return [admin("r1", response(1, scenario_voters(1), scenario_observers(1)), 1)]
+
+
+def test_v1_leader_listed_last_is_the_reference_and_has_zero_lags(built):
+    snapshots, replicas, rejected = built[v1]
     check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=1, ref_ms=LEADER_NOW)])
     check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
     check_rows(
@@ -286,10 +337,15 @@ def test_v1_leader_listed_last_is_the_reference_and_has_zero_lags(spark):
     assert rejected.collect() == []
 
 
-def test_v2_directory_ids_all_zero_becomes_null_and_empty_error_message_is_null(spark):
+@case
+def v2_zero_directory() -> list[tuple]:
     voters = scenario_voters(2)
     voters[1]["replicaDirectoryId"] = "AAAAAAAAAAAAAAAAAAAAAA"
-    snapshots, replicas, _ = run(spark, admin("r1", response(2, voters, scenario_observers(2)), 2))
+    return [admin("r1", response(2, voters, scenario_observers(2)), 2)]
+
+
+def test_v2_directory_ids_all_zero_becomes_null_and_empty_error_message_is_null(built):
+    snapshots, replicas, _ = built[v2_zero_directory]
     check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=2)])
     check_rows(
         replicas,
@@ -305,12 +361,17 @@ def test_v2_directory_ids_all_zero_becomes_null_and_empty_error_message_is_null(
     check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
 
 
-def test_v3_is_read_by_the_fields_we_know_and_unknown_fields_are_ignored(spark):
+@case
+def v3_unknown_fields() -> list[tuple]:
     resp = response(2, scenario_voters(2), scenario_observers(2))
     resp["throttleTimeMs"] = 0
     resp["topics"][0]["partitions"][0]["futurePartitionField"] = {"a": [1, 2]}
     resp["topics"][0]["partitions"][0]["currentVoters"][0]["futureField"] = "x"
-    snapshots, replicas, rejected = run(spark, admin("r1", resp, 3))
+    return [admin("r1", resp, 3)]
+
+
+def test_v3_is_read_by_the_fields_we_know_and_unknown_fields_are_ignored(built):
+    snapshots, replicas, rejected = built[v3_unknown_fields]
     check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=3)])
     check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
     assert rejected.collect() == []
@@ -319,14 +380,19 @@ def test_v3_is_read_by_the_fields_we_know_and_unknown_fields_are_ignored(spark):
 # --- unknown values (-1) ----------------------------------------------------------------------------------------
 
 
-def test_voter_with_leo_minus_one_has_unknown_offsets_and_times(spark):
-    """§3.3: a voter that has not fetched since the election reports LEO -1 and -1 timestamps."""
+@case
+def voter_leo_minus_one() -> list[tuple]:
     voters = [
         replica(1, 3002, 18542, LEADER_NOW, LEADER_NOW),
         replica(1, 3000, -1, -1, -1),
         replica(1, 3001, 18530, 1730000000200, -1),
     ]
-    snapshots, replicas, _ = run(spark, admin("r1", response(1, voters, []), 1))
+    return [admin("r1", response(1, voters, []), 1)]
+
+
+def test_voter_with_leo_minus_one_has_unknown_offsets_and_times(built):
+    """§3.3: a voter that has not fetched since the election reports LEO -1 and -1 timestamps."""
+    snapshots, replicas, _ = built[voter_leo_minus_one]
     check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(voters=(3002, 3000, 3001), observers=0)])
     check_rows(
         replicas,
@@ -350,10 +416,15 @@ def test_voter_with_leo_minus_one_has_unknown_offsets_and_times(spark):
     )
 
 
-def test_unknown_leader_and_high_watermark_are_null(spark):
-    """leaderId -1: no leader row, so no leader LEO (offset lags unknown) and ref falls back to the capture time."""
+@case
+def unknown_leader() -> list[tuple]:
     voters = [replica(1, 3000, 100, 1730000000480, 1730000000480), replica(1, 3001, 90, 1730000000200, -1)]
-    snapshots, replicas, _ = run(spark, admin("r1", response(1, voters, [], leader=-1, hw=-1), 1))
+    return [admin("r1", response(1, voters, [], leader=-1, hw=-1), 1)]
+
+
+def test_unknown_leader_and_high_watermark_are_null(built):
+    """leaderId -1: no leader row, so no leader LEO (offset lags unknown) and ref falls back to the capture time."""
+    snapshots, replicas, _ = built[unknown_leader]
     check_rows(
         snapshots,
         SNAPSHOT_COLUMNS,
@@ -371,8 +442,13 @@ def test_unknown_leader_and_high_watermark_are_null(spark):
     )
 
 
-def test_high_watermark_minus_one_is_null_but_the_rest_is_kept(spark):
-    snapshots, replicas, _ = run(spark, admin("r1", response(1, scenario_voters(1), scenario_observers(1), hw=-1), 1))
+@case
+def hw_minus_one() -> list[tuple]:
+    return [admin("r1", response(1, scenario_voters(1), scenario_observers(1), hw=-1), 1)]
+
+
+def test_high_watermark_minus_one_is_null_but_the_rest_is_kept(built):
+    snapshots, replicas, _ = built[hw_minus_one]
     check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(hw=None)])
     check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS)
 
@@ -416,9 +492,14 @@ ERROR_CASES = {
 }
 
 
-def test_error_response_keeps_its_snapshot_with_null_leader_and_no_replica_rows(spark):
+@case
+def error_responses() -> list[tuple]:
     rows = [admin(f"r-{name}", resp, version, cluster=name) for name, (version, resp, _, _) in ERROR_CASES.items()]
-    snapshots, replicas, rejected = run(spark, *rows)
+    return rows
+
+
+def test_error_response_keeps_its_snapshot_with_null_leader_and_no_replica_rows(built):
+    snapshots, replicas, rejected = built[error_responses]
     check_rows(
         snapshots,
         [
@@ -471,9 +552,13 @@ BAD_SHAPES = {
 }
 
 
-def test_bad_response_shape_is_rejected_with_rule_response_shape(spark):
-    rows = [admin(f"r-{name}", resp, 1, cluster=name) for name, resp in BAD_SHAPES.items()]
-    snapshots, replicas, rejected = run(spark, *rows)
+@case
+def bad_shapes() -> list[tuple]:
+    return [admin(f"r-{name}", resp, 1, cluster=name) for name, resp in BAD_SHAPES.items()]
+
+
+def test_bad_response_shape_is_rejected_with_rule_response_shape(built):
+    snapshots, replicas, rejected = built[bad_shapes]
     assert snapshots.collect() == [] and replicas.collect() == []
     check_rows(
         rejected,
@@ -494,13 +579,18 @@ def test_bad_response_shape_is_rejected_with_rule_response_shape(spark):
     )
     # The quarantined record is the bronze record, payload unchanged.
     records = {json.loads(r["record"])["record_id"]: json.loads(r["record"]) for r in rejected.collect()}
-    assert {k: v["payload"] for k, v in records.items()} == {row[0]: row[5] for row in rows}
+    assert {k: v["payload"] for k, v in records.items()} == {row[0]: row[5] for row in bad_shapes()}
 
 
-def test_replica_entry_without_log_end_offset_is_rejected_and_the_others_kept(spark):
+@case
+def replica_without_leo() -> list[tuple]:
     voters = scenario_voters(1)
     del voters[0]["logEndOffset"]
-    snapshots, replicas, rejected = run(spark, admin("r1", response(1, voters, scenario_observers(1)), 1))
+    return [admin("r1", response(1, voters, scenario_observers(1)), 1)]
+
+
+def test_replica_entry_without_log_end_offset_is_rejected_and_the_others_kept(built):
+    snapshots, replicas, rejected = built[replica_without_leo]
     check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot()])
     check_rows(replicas, LAG_COLUMNS, LAG_SCHEMA, SCENARIO_LAGS[1:])
     check_rows(
@@ -512,17 +602,21 @@ def test_replica_entry_without_log_end_offset_is_rejected_and_the_others_kept(sp
     assert rejected.first()["reason"].startswith("replica entry without replicaId or logEndOffset: ")
 
 
-def test_unreadable_bronze_records_are_left_to_the_record_readable_quarantine(spark):
-    snapshots, replicas, rejected = run(
-        spark, admin("r1", response(1, scenario_voters(1), []), 1, parse_error="malformed JSON")
-    )
+@case
+def unreadable() -> list[tuple]:
+    return [admin("r1", response(1, scenario_voters(1), []), 1, parse_error="malformed JSON")]
+
+
+def test_unreadable_bronze_records_are_left_to_the_record_readable_quarantine(built):
+    snapshots, replicas, rejected = built[unreadable]
     assert snapshots.collect() == [] and replicas.collect() == [] and rejected.collect() == []
 
 
 # --- duplicates and ties ------------------------------------------------------------------------------------------
 
 
-def test_duplicates_of_a_key_keep_the_later_ingested_record_and_only_its_replica_rows(spark):
+@case
+def duplicates() -> list[tuple]:
     earlier = admin("r-old", response(1, scenario_voters(1), scenario_observers(1), hw=18000), 1, ingested_at=RUN_2)
     later_voters = [
         replica(1, 3002, 18600, LEADER_NOW, LEADER_NOW),
@@ -530,7 +624,11 @@ def test_duplicates_of_a_key_keep_the_later_ingested_record_and_only_its_replica
     ]
     later = admin("r-new", response(1, later_voters, [], hw=18600), 1, ingested_at=datetime(2024, 10, 28, 3))
     other = admin("r-other", response(0, scenario_voters(0), []), 0, cluster="c2", ingested_at=RUN_1)
-    snapshots, replicas, _ = run(spark, earlier, later, other)
+    return [earlier, later, other]
+
+
+def test_duplicates_of_a_key_keep_the_later_ingested_record_and_only_its_replica_rows(built):
+    snapshots, replicas, _ = built[duplicates]
     check_rows(
         snapshots,
         SNAPSHOT_COLUMNS,
@@ -551,14 +649,19 @@ def test_duplicates_of_a_key_keep_the_later_ingested_record_and_only_its_replica
     )
 
 
-def test_tie_response_order_is_kept_in_position(spark):
-    """§3.4: on a tie of LEOs the first voter in response order is MaxFollowerLag's pick; keep that order."""
+@case
+def tie() -> list[tuple]:
     voters = [
         replica(1, 3001, 500, 1730000000490, 1730000000490),
         replica(1, 3000, 500, 1730000000450, -1),
         replica(1, 3002, 500, LEADER_NOW, LEADER_NOW),
     ]
-    _, replicas, _ = run(spark, admin("r1", response(1, voters, [], hw=500), 1))
+    return [admin("r1", response(1, voters, [], hw=500), 1)]
+
+
+def test_tie_response_order_is_kept_in_position(built):
+    """§3.4: on a tie of LEOs the first voter in response order is MaxFollowerLag's pick; keep that order."""
+    _, replicas, _ = built[tie]
     check_rows(
         replicas,
         LAG_COLUMNS,
@@ -606,8 +709,13 @@ def cli_row(
     ) + (kafka_cluster_id, lag, lag_ms)
 
 
-def test_cli_replication_alone_has_no_epoch_or_high_watermark_and_ref_from_the_leader_row(spark):
-    snapshots, replicas, rejected = run(spark, capture("rep", "replication", REPLICATION_39))
+@case
+def cli_replication_alone() -> list[tuple]:
+    return [capture("rep", "replication", REPLICATION_39)]
+
+
+def test_cli_replication_alone_has_no_epoch_or_high_watermark_and_ref_from_the_leader_row(built):
+    snapshots, replicas, rejected = built[cli_replication_alone]
     row = cli_row(epoch=None, hw=None)
     # Without --status the response order is unknown: voters are taken in printed order (leader first).
     row = row[:9] + ([3002, 3000, 3001],) + row[10:]
@@ -637,8 +745,13 @@ def test_cli_replication_alone_has_no_epoch_or_high_watermark_and_ref_from_the_l
     assert rejected.collect() == []
 
 
-def test_cli_status_alone_gives_the_snapshot_and_no_replica_rows(spark):
-    snapshots, replicas, rejected = run(spark, capture("st", "status", STATUS_39, cluster="c1"))
+@case
+def cli_status_alone() -> list[tuple]:
+    return [capture("st", "status", STATUS_39, cluster="c1")]
+
+
+def test_cli_status_alone_gives_the_snapshot_and_no_replica_rows(built):
+    snapshots, replicas, rejected = built[cli_status_alone]
     check_rows(
         snapshots,
         CLI_SNAPSHOT_COLUMNS,
@@ -652,11 +765,14 @@ def test_cli_status_alone_gives_the_snapshot_and_no_replica_rows(spark):
     assert replicas.collect() == [] and rejected.collect() == []
 
 
-def test_cli_replication_and_status_together_take_positions_from_the_status_voter_order(spark):
+@case
+def cli_both() -> list[tuple]:
+    return [capture("rep", "replication", REPLICATION_39), capture("st", "status", STATUS_39)]
+
+
+def test_cli_replication_and_status_together_take_positions_from_the_status_voter_order(built):
     """The leader is printed first by --replication but is last in the response (and in --status)."""
-    snapshots, replicas, rejected = run(
-        spark, capture("rep", "replication", REPLICATION_39), capture("st", "status", STATUS_39)
-    )
+    snapshots, replicas, rejected = built[cli_both]
     check_rows(
         snapshots,
         CLI_SNAPSHOT_COLUMNS,
@@ -672,13 +788,20 @@ def test_cli_replication_and_status_together_take_positions_from_the_status_vote
     assert rejected.collect() == []
 
 
-def test_cli_human_readable_times_are_relative_to_the_capture_time(spark):
-    collected = 1730000000500
-    snapshots, replicas, _ = run(
-        spark,
-        capture("rep", "replication", REPLICATION_HUMAN, collected_ms=collected),
-        capture("st", "status", STATUS_38, collected_ms=collected),
-    )
+HUMAN_COLLECTED_MS = 1730000000500
+
+
+@case
+def cli_human_readable() -> list[tuple]:
+    return [
+        capture("rep", "replication", REPLICATION_HUMAN, collected_ms=HUMAN_COLLECTED_MS),
+        capture("st", "status", STATUS_38, collected_ms=HUMAN_COLLECTED_MS),
+    ]
+
+
+def test_cli_human_readable_times_are_relative_to_the_capture_time(built):
+    snapshots, replicas, _ = built[cli_human_readable]
+    collected = HUMAN_COLLECTED_MS
     check_rows(
         snapshots,
         CLI_SNAPSHOT_COLUMNS,
@@ -708,13 +831,18 @@ def test_cli_human_readable_times_are_relative_to_the_capture_time(spark):
     )
 
 
-def test_cli_voter_with_leo_minus_one(spark):
+@case
+def cli_leo_minus_one() -> list[tuple]:
     text = (
         "NodeId\tLogEndOffset\tLag  \tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
         "3002  \t18542       \t0    \t1730000000500     \t1730000000500        \tLeader  \t\n"
         "3000  \t-1          \t18543\t-1                \t-1                   \tFollower\t\n"
     )
-    _, replicas, _ = run(spark, capture("rep", "replication", text))
+    return [capture("rep", "replication", text)]
+
+
+def test_cli_voter_with_leo_minus_one(built):
+    _, replicas, _ = built[cli_leo_minus_one]
     check_rows(
         replicas,
         LAG_COLUMNS,
@@ -743,18 +871,28 @@ BROKEN_CAPTURES = {
 }
 
 
-def test_broken_cli_capture_is_rejected_with_rule_cli_capture_parses(spark):
-    rows, expected = [], []
-    for name, (replication, status, reason) in BROKEN_CAPTURES.items():
-        ids = []
+@case
+def cli_broken() -> list[tuple]:
+    rows = []
+    for name, (replication, status, _reason) in BROKEN_CAPTURES.items():
         if replication is not None:
             rows.append(capture(f"{name}-rep", "replication", replication, cluster=name))
-            ids.append(f"{name}-rep")
         if status is not None:
             rows.append(capture(f"{name}-st", "status", status, cluster=name))
-            ids.append(f"{name}-st")
-        expected.append(("silver.quorum_snapshots", ["cli_capture_parses"], reason, "+".join(ids)))
-    snapshots, replicas, rejected = run(spark, *rows)
+    return rows
+
+
+def test_broken_cli_capture_is_rejected_with_rule_cli_capture_parses(built):
+    snapshots, replicas, rejected = built[cli_broken]
+    expected = [
+        (
+            "silver.quorum_snapshots",
+            ["cli_capture_parses"],
+            reason,
+            "+".join(f"{name}-{kind}" for kind, text in (("rep", replication), ("st", status)) if text is not None),
+        )
+        for name, (replication, status, reason) in BROKEN_CAPTURES.items()
+    ]
     assert snapshots.collect() == [] and replicas.collect() == []
     check_rows(
         rejected,
@@ -764,16 +902,20 @@ def test_broken_cli_capture_is_rejected_with_rule_cli_capture_parses(spark):
     )
     # Each quarantined snapshot holds every capture it was built from, text unchanged.
     held = sorted((r["record_id"], r["payload"]) for q in rejected.collect() for r in json.loads(q["record"]))
-    assert held == sorted((r[0], r[5]) for r in rows)
+    assert held == sorted((r[0], r[5]) for r in cli_broken())
 
 
-def test_cli_capture_sent_twice_keeps_the_later_ingested_one(spark):
+@case
+def cli_twice() -> list[tuple]:
     older = REPLICATION_39.replace("18530       \t12 ", "18500       \t42 ")
-    snapshots, replicas, _ = run(
-        spark,
+    return [
         capture("rep-new", "replication", REPLICATION_39, ingested_at=RUN_2),
         capture("rep-old", "replication", older, ingested_at=RUN_1),
-    )
+    ]
+
+
+def test_cli_capture_sent_twice_keeps_the_later_ingested_one(built):
+    snapshots, replicas, _ = built[cli_twice]
     assert [r["record_ids"] for r in snapshots.collect()] == [["rep-new"]]
     check_rows(
         replicas.where("replica_id = 3001"),
@@ -783,12 +925,16 @@ def test_cli_capture_sent_twice_keeps_the_later_ingested_one(spark):
     )
 
 
-def test_cli_cluster_comes_from_the_path_and_captures_of_other_times_stay_apart(spark):
-    snapshots, _, _ = run(
-        spark,
+@case
+def cli_other_times() -> list[tuple]:
+    return [
         capture("a", "replication", REPLICATION_39, cluster="kraft-a"),
         capture("b", "status", STATUS_39, cluster="kraft-a", collected_ms=COLLECTED_MS + 1000),
-    )
+    ]
+
+
+def test_cli_cluster_comes_from_the_path_and_captures_of_other_times_stay_apart(built):
+    snapshots, _, _ = built[cli_other_times]
     check_rows(
         snapshots,
         ["cluster_id", "collected_at", "leader_epoch", "record_ids", "kafka_cluster_id"],
