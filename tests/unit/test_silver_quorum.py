@@ -226,6 +226,12 @@ def built(spark) -> dict[Callable, tuple[DataFrame, DataFrame, DataFrame]]:
     return {rows_of: tuple(frames) for rows_of, frames in per_case.items()}
 
 
+def run(spark, *rows: tuple):
+    """(snapshots, replicas, rejected) of `rows` built on their own, each cached (a test looks at an output more than
+    once): for tests elsewhere that build these tables from rows of their own."""
+    return tuple(df.cache() for df in build(spark.createDataFrame(list(rows), BRONZE)))
+
+
 def _unmarked(value):
     if isinstance(value, str):
         return MARK.sub("", value)
