@@ -37,4 +37,4 @@ constraints:
 	  > constraints.txt
 
 clean:
-	rm -rf lakehouse .pytest_cache build dist *.egg-info
+	rm -rf lakehouse lakehouse-bench .pytest_cache build dist *.egg-info
