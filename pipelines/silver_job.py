@@ -128,7 +128,7 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
             # Not cached: the batch holds every new record's payload, and what is read from it (its keys, its few
             # unreadable records) is read column-pruned; the payloads are read once, by key.
             batch = lakehouse.changes(flow.bronze, lo, hi).where(F.col("_change_type") == "insert")
-            if _holds_rows(lakehouse, flow.bronze, lo, hi, batch):
+            if lakehouse.changes_hold_rows(flow.bronze, lo, hi, batch):  # bronze only appends: its log says
                 progress(f"silver: {flow.bronze.name} v{lo + 1}..{hi} -> {', '.join(o.name for o in flow.outputs)}")
                 if validator is None:  # the run's first batch; what a killed run materialized goes first
                     lakehouse.drop_scratch()
@@ -155,13 +155,6 @@ def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverS
 
 
 CONSUMER = "silver"
-
-
-def _holds_rows(lakehouse: Lakehouse, spec: TableSpec, lo: int, hi: int, batch: DataFrame) -> bool:
-    """Whether a batch of bronze changes holds any row: said by the table's log where it can (bronze only appends,
-    so its commits' file statistics count what they added), else by a Spark query."""
-    added = lakehouse.added_rows(spec, lo, hi)
-    return added[0] > 0 if added is not None else not batch.isEmpty()
 
 
 @dataclass

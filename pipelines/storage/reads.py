@@ -153,8 +153,7 @@ class Reads:
         rows = counted = 0
         for version in range(after_version + 1, upto_version + 1):
             try:
-                with open(os.path.join(log, f"{version:020d}.json"), encoding="utf-8") as f:
-                    actions = [json.loads(line) for line in f if line.strip()]
+                actions = _commit_actions(os.path.join(log, f"{version:020d}.json"))
             except (OSError, ValueError):
                 return None
             for action in actions:
@@ -173,6 +172,12 @@ class Reads:
                     return None
                 rows, counted = rows + n, counted + n - nulls
         return rows, counted
+
+    def changes_hold_rows(self, spec: TableSpec, after_version: int, upto_version: int, changes: DataFrame) -> bool:
+        """Whether `changes` (the table's changes in (after_version, upto_version], as `changes` reads them) holds any
+        row: said by the log where it can (`added_rows`), else by a Spark query."""
+        added = self.added_rows(spec, after_version, upto_version)
+        return added[0] > 0 if added is not None else not changes.isEmpty()
 
     def known_empty(self, spec: TableSpec) -> bool:
         """Whether the table certainly holds no row: a local table whose log removed every file it added, or never
@@ -349,13 +354,17 @@ class LiveFile:
 _COMMIT_FILE = re.compile(r"\d{20}\.json")
 
 
+def _commit_actions(path: str) -> list[dict]:
+    """The actions of one Delta commit file (one JSON object per line)."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def _commit_metrics(path: str) -> dict[str, str]:
     """The `operationMetrics` of one Delta commit file (its `commitInfo` action), as DESCRIBE HISTORY shows them."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            action = json.loads(line)
-            if "commitInfo" in action:
-                return {k: str(v) for k, v in (action["commitInfo"].get("operationMetrics") or {}).items()}
+    for action in _commit_actions(path):
+        if "commitInfo" in action:
+            return {k: str(v) for k, v in (action["commitInfo"].get("operationMetrics") or {}).items()}
     return {}
 
 
@@ -380,12 +389,10 @@ def batches(
 def _commit_sizes(path: str) -> tuple[int, bool]:
     """(bytes of the data files one Delta commit file adds as new data, whether it removes any as a data change)."""
     added, removes = 0, False
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            action = json.loads(line)
-            add, remove = action.get("add"), action.get("remove")
-            if add and add.get("dataChange", True):
-                added += int(add.get("size") or 0)
-            if remove and remove.get("dataChange", True):
-                removes = True
+    for action in _commit_actions(path):
+        add, remove = action.get("add"), action.get("remove")
+        if add and add.get("dataChange", True):
+            added += int(add.get("size") or 0)
+        if remove and remove.get("dataChange", True):
+            removes = True
     return added, removes

@@ -116,6 +116,12 @@ def test_rows_added_are_counted_from_the_log_only_where_every_commit_just_added_
     assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto + 1) is None
     assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto + 1, "no_such_column") is None
     assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto, "no_such_column") is None  # no null count
+    # whether a range of changes holds rows: the log's answer, and Spark's where the log cannot tell
+    holds = {
+        (lo, hi): lakehouse.changes_hold_rows(BRONZE_QUORUM_RAW, lo, hi, lakehouse.changes(BRONZE_QUORUM_RAW, lo, hi))
+        for lo, hi in ((created, upto), (-1, created), (upto, upto + 1))
+    }
+    assert holds == {(created, upto): True, (-1, created): False, (upto, upto + 1): True}  # the DELETE: a delete row
 
 
 def _raw_at(spark, rows):
