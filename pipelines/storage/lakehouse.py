@@ -38,6 +38,13 @@ class Lakehouse(Catalog, Reads, Writes, Sources):
             return False
         for key, interpreted, default in _ENGINE_SETTINGS:
             self.spark.conf.set(key, interpreted if small else default)
+        # a small run's data: one task per shuffle and per scan of a small table (a second task on two cores cost
+        # every small query its scheduling and plan deserialization, and gained nothing)
+        self.spark.conf.set("spark.sql.shuffle.partitions", "1" if small else str(self.config.shuffle_partitions))
+        if small:
+            self.spark.conf.set("spark.sql.files.minPartitionNum", "1")
+        else:
+            self.spark.conf.unset("spark.sql.files.minPartitionNum")
         return small
 
     def tune_up_for(self, parquet_bytes: int | None) -> None:
@@ -63,4 +70,8 @@ _ENGINE_SETTINGS = (
 # The settings of Spark's interpreted engine, for a session known to serve small runs only (`tune_for` sets them per
 # run on a local session; a server started for tiny data, such as the test suite's Spark Connect server, is started
 # with them).
-INTERPRETED_ENGINE = {key: interpreted for key, interpreted, _ in _ENGINE_SETTINGS}
+INTERPRETED_ENGINE = {
+    **{key: interpreted for key, interpreted, _ in _ENGINE_SETTINGS},
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.files.minPartitionNum": "1",
+}

@@ -282,9 +282,13 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
         assert lakehouse.tune_for(1000)
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
         assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "1"  # one task per shuffle and small scan
+        assert spark.conf.get("spark.sql.files.minPartitionNum") == "1"
         assert not lakehouse.tune_for(1001)
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
         assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "2"  # the configured count
+        assert spark.conf.get("spark.sql.files.minPartitionNum", None) is None  # Spark's own: the parallelism
         assert not lakehouse.tune_for(None)  # size unknown
         lakehouse.rebuild_bytes = None  # a full refresh whose size is unknown
         assert not lakehouse.tune_for(0)
