@@ -96,11 +96,9 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
     for spec in SOURCES:
         if spec.name in ranges:
             lo, hi = ranges[spec.name]
-            batch = cached(lakehouse.changes(spec, lo, hi).where(F.col("_change_type") != "update_preimage"))
+            batch = lakehouse.changes(spec, lo, hi).where(F.col("_change_type") != "update_preimage")
             if lakehouse.changes_hold_rows(spec, lo, hi, batch):  # silver's appends: its log says, no query
-                changed[spec.name] = batch
-            else:
-                release(batch)
+                changed[spec.name] = cached(batch)  # only a batch with rows is kept
     written = {spec.name: 0 for spec in GOLD_TABLES}
     if changed:
         versions_before = {spec.name: lakehouse.version(spec) for spec in GOLD_TABLES}

@@ -29,7 +29,8 @@ class Lakehouse(Catalog, Reads, Writes, Sources):
     def tune_for(self, new_bytes: int | None) -> bool:
         """Pick Spark's engine for this run from the size of its new data: at most `small_run_bytes`, the
         interpreted engine (compiling generated code for each of a run's few hundred small queries cost a quarter of
-        its CPU); more, or unknown (None), Spark's defaults. Local sessions only. Returns True when interpreted."""
+        its CPU) and one task per stage; more, or unknown (None), Spark's defaults and the configured shuffle
+        partitions. Local sessions only. Returns True when interpreted."""
         from pipelines.session import on_databricks
 
         sizes = (new_bytes, self.rebuild_bytes)
@@ -37,14 +38,11 @@ class Lakehouse(Catalog, Reads, Writes, Sources):
         if on_databricks():
             return False
         for key, interpreted, default in _ENGINE_SETTINGS:
-            self.spark.conf.set(key, interpreted if small else default)
-        # a small run's data: one task per shuffle and per scan of a small table (a second task on two cores cost
-        # every small query its scheduling and plan deserialization, and gained nothing)
-        self.spark.conf.set("spark.sql.shuffle.partitions", "1" if small else str(self.config.shuffle_partitions))
-        if small:
-            self.spark.conf.set("spark.sql.files.minPartitionNum", "1")
-        else:
-            self.spark.conf.unset("spark.sql.files.minPartitionNum")
+            value = interpreted if small else default(self.config) if callable(default) else default
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
         return small
 
     def tune_up_for(self, parquet_bytes: int | None) -> None:
@@ -59,19 +57,20 @@ class Lakehouse(Catalog, Reads, Writes, Sources):
 PARQUET_TO_LANDING = 4
 
 
-# (setting, value for a small run, Spark's default)
+# (setting, value for a small run, value otherwise: Spark's default, a function of the run's Config, or None to
+# leave it to Spark)
 _ENGINE_SETTINGS = (
     ("spark.sql.codegen.wholeStage", "false", "true"),
     ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"),
     ("spark.sql.adaptive.enabled", "false", "true"),
+    # one task per shuffle and per scan of a small table: on two cores a second task cost every small query its
+    # scheduling and plan deserialization, and gained nothing
+    ("spark.sql.shuffle.partitions", "1", lambda config: str(config.shuffle_partitions)),
+    ("spark.sql.files.minPartitionNum", "1", None),
 )
 
 
-# The settings of Spark's interpreted engine, for a session known to serve small runs only (`tune_for` sets them per
-# run on a local session; a server started for tiny data, such as the test suite's Spark Connect server, is started
-# with them).
-INTERPRETED_ENGINE = {
-    **{key: interpreted for key, interpreted, _ in _ENGINE_SETTINGS},
-    "spark.sql.shuffle.partitions": "1",
-    "spark.sql.files.minPartitionNum": "1",
-}
+# The settings of a small run's engine, for a session known to serve small runs only (`tune_for` sets them per run
+# on a local session; a server started for tiny data, such as the test suite's Spark Connect server, is started with
+# them).
+INTERPRETED_ENGINE = {key: interpreted for key, interpreted, _ in _ENGINE_SETTINGS}
