@@ -83,8 +83,9 @@ class GxValidator:
         return outcomes
 
     def _definition(self, suite: Suite, params: dict[str, Any]):
-        # Parameters (the run's time) are part of the expectations, so a definition is rebuilt per parameter set.
-        key = f"{suite.name}:{sorted(params.items())}"
+        # Parameters (the run's time) are part of the expectations, so a definition is rebuilt per parameter set, and
+        # per set of rules (two suites of one name, as a test may build, are two definitions, not the first one twice)
+        key = f"{suite.name}:{sorted(params.items())}:{suite.rules!r}"
         if key not in self._definitions:
             gx = self._gx
             asset_name = suite.name

@@ -4,14 +4,17 @@ Each rule is written once and used twice:
 - as a Great Expectations 1.x expectation, run once per batch to record what failed when (`silver.dq_validations`);
 - as a row-level Spark SQL predicate that splits the batch into valid rows and quarantined rows, each quarantined
   row carrying the names of every rule it failed.
-The predicate of a built-in expectation is derived from its type and arguments; a custom rule
-(`unexpected_rows_expectation`) states its predicate, and the GX query is built from that same predicate.
+The predicate of a built-in expectation is derived from its type and arguments; a rule of the project's own
+`expect_rows_to_satisfy_predicate` (`expectations/gx_predicates.py`) states its predicate, which GX counts as one
+aggregate of the batch; a stated predicate that needs a window function (an aggregate cannot hold one) is an
+`unexpected_rows_expectation`, whose GX query is built from that same predicate.
 Predicates may use `{run_at}` (the run's time) and `{future_skew_ms}`; they are null-safe: NULL counts as failed.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
@@ -19,6 +22,10 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+
+# the expectations whose rule states its own predicate
+STATED = ("expect_rows_to_satisfy_predicate", "unexpected_rows_expectation")
+_WINDOW = re.compile(r"\bOVER\s*\(", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,15 @@ class Rule:
     kwargs: dict[str, Any] = field(default_factory=dict)
     predicate: str | None = None
     description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.expectation in STATED and not self.predicate:
+            raise ValueError(f"rule {self.name}: {self.expectation} needs a predicate")
+        if self.expectation == "expect_rows_to_satisfy_predicate" and _WINDOW.search(self.predicate):
+            raise ValueError(
+                f"rule {self.name}: a predicate with a window function cannot be counted as an aggregate; "
+                "declare it as unexpected_rows_expectation"
+            )
 
     def row_predicate(self, params: dict[str, Any]) -> str:
         """A Spark SQL boolean that is true for the rows that pass this rule."""
@@ -47,9 +63,7 @@ class Rule:
         if self.expectation == "expect_compound_columns_to_be_unique":
             cols = ", ".join(f"`{c}`" for c in kw["column_list"])
             return f"count(1) OVER (PARTITION BY {cols}) = 1"
-        if self.expectation == "unexpected_rows_expectation":
-            if not self.predicate:
-                raise ValueError(f"rule {self.name}: unexpected_rows_expectation needs a predicate")
+        if self.expectation in STATED:
             return _substitute(self.predicate, params)
         raise ValueError(f"rule {self.name}: unsupported expectation {self.expectation!r}")
 
@@ -58,6 +72,12 @@ class Rule:
         import great_expectations.expectations as gxe
 
         meta = {"rule": self.name}
+        if self.expectation == "expect_rows_to_satisfy_predicate":
+            from expectations.gx_predicates import ExpectRowsToSatisfyPredicate
+
+            return ExpectRowsToSatisfyPredicate(
+                predicate=self.row_predicate(params), description=self.description or self.name, meta=meta
+            )
         if self.expectation == "unexpected_rows_expectation":
             query = (
                 f"SELECT * FROM (SELECT *, coalesce(({self.row_predicate(params)}), false) AS __passes "

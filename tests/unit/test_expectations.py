@@ -18,7 +18,7 @@ from contract.tables import (
     SILVER_REPLICA_STATES,
     by_name,
 )
-from expectations.rules import load_suite, rule_params, with_failed_rules
+from expectations.rules import Rule, Suite, load_suite, rule_params, with_failed_rules
 from silver.common import row_failures
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -309,6 +309,51 @@ def test_great_expectations_counts_the_same_failures_as_the_row_level_split(spar
     assert {o.rule: o.element_count for o in outcomes if o.expectation != "unexpected_rows_expectation"} == {
         r.name: len(flagged[table]) for r in suite.rules if r.expectation != "unexpected_rows_expectation"
     }
+
+
+def _spark_jobs(spark, action, group: str) -> int:
+    """How many Spark jobs `action()` ran (this thread's jobs, tagged with `group`, a name of their own)."""
+    sc = spark.sparkContext
+    sc.setLocalProperty("spark.jobGroup.id", group)
+    try:
+        action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def test_stated_predicates_are_counted_with_the_built_in_rules_and_cost_no_job_of_their_own(spark):
+    from expectations.gx_runner import GxValidator
+
+    table = SILVER_PARTITION_STATES.name
+    suite = load_suite(table)
+    stated = [r for r in suite.rules if r.expectation == "expect_rows_to_satisfy_predicate"]
+    assert len(stated) == 4
+    # a suite of its own name: the validator keeps one GX definition per suite name
+    built_in = Suite(f"{table}_built_in", tuple(r for r in suite.rules if r not in stated))
+    rows = table_rows(spark, table).cache()
+    rows.count()
+    validator = GxValidator()
+    validator.validate(rows, suite, PARAMS)  # GX's first validation of a suite builds its objects
+    validator.validate(rows, built_in, PARAMS)
+    with_them = _spark_jobs(spark, lambda: validator.validate(rows, suite, PARAMS), "gx-stated-and-built-in")
+    without = _spark_jobs(spark, lambda: validator.validate(rows, built_in, PARAMS), "gx-built-in")
+    rows.unpersist()
+    assert 0 < with_them == without
+
+
+def test_a_stated_predicate_must_be_there_and_a_window_keeps_its_own_query():
+    with pytest.raises(ValueError, match="rule r: expect_rows_to_satisfy_predicate needs a predicate"):
+        Rule("r", "expect_rows_to_satisfy_predicate")
+    with pytest.raises(ValueError, match="rule r: unexpected_rows_expectation needs a predicate"):
+        Rule("r", "unexpected_rows_expectation")
+    with pytest.raises(ValueError, match="declare it as unexpected_rows_expectation"):
+        Rule("r", "expect_rows_to_satisfy_predicate", predicate="count(1) over (partition by k) = 1")
+    windowed = Rule("r", "unexpected_rows_expectation", predicate="count(1) OVER (PARTITION BY k) = 1")
+    assert windowed.row_predicate(PARAMS) == "count(1) OVER (PARTITION BY k) = 1"
+    # the shipped suites: the one rule that needs a window is the one that keeps a query of its own
+    windows = [r.name for t in TABLES for r in load_suite(t).rules if r.expectation == "unexpected_rows_expectation"]
+    assert windows == ["one_leader_per_snapshot"]
 
 
 def test_failed_rows_become_quarantine_rows_naming_every_rule(spark):
