@@ -20,14 +20,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from contract.tables import LAYERS
+from pipelines.output import Progress
 from tools.simulator import FleetSpec, generate
-
-Progress = Callable[[str], None]
 
 REPLICAS_PER_SNAPSHOT = 8  # 3 controllers (voters) + 5 brokers (observers)
 _BASE = FleetSpec(

@@ -26,10 +26,9 @@ from contract.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 from pipelines.config import Config
 from pipelines.faults import describe, fail_if, reached
 from pipelines.landing import FileContent, LandingFile, Listing, chunks, is_local, read_file, scan_landing
+from pipelines.output import Progress
 from pipelines.session import cached, release, runs_remotely
 from pipelines.storage import Attempt, Bounds, Lakehouse
-
-Progress = Callable[[str], None]
 
 _FILES_SCHEMA = (
     "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, data BINARY, read_error STRING, "

@@ -21,9 +21,7 @@ from contract.tables import LAYERS
 from pipelines.config import Config, build_config, now_ms, typed_settings
 from pipelines.errors import RuntimeFailure, UsageError, one_line
 from pipelines.lock import warehouse_lock
-from pipelines.output import format_rows, progress, progress_bar, run_summary
-
-Progress = Callable[[str], None]
+from pipelines.output import Progress, format_rows, progress, progress_bar, run_summary
 
 DEMO_SCENARIOS = ("healthy", "lagging-voter", "broker-failure", "metadata-divergence")
 

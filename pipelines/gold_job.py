@@ -18,7 +18,6 @@ re-opens exactly the windows and episodes it touches.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -51,11 +50,9 @@ from gold.quorum import build_quorum_health, build_quorum_status, seed_before, w
 from gold.replicas import build_replica_lag_sli
 from gold.views import view_statements
 from pipelines.faults import reached
+from pipelines.output import Progress
 from pipelines.session import cached, release
 from pipelines.storage import Bounds, Lakehouse
-
-Progress = Callable[[str], None]
-
 
 CONSUMER = "gold"
 SOURCES = (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS)

@@ -9,6 +9,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+# what a job reports its progress to: `progress` below, or a caller's own (a test's list, a notebook's print)
+Progress = Callable[[str], None]
+
 
 def progress(message: str) -> None:
     """One progress line on stderr (stdout carries results only)."""

@@ -14,6 +14,7 @@ from contract.tables import (
     PIPELINE_RUNS,
     SILVER_DQ_VALIDATIONS,
 )
+from pipelines.output import Progress
 from pipelines.session import release_all
 from pipelines.storage import PARQUET_TO_LANDING, Lakehouse
 
@@ -24,9 +25,6 @@ class TableSummary:
     rows_added: int
     rows_quarantined: int
     note: str = ""
-
-
-Progress = Callable[[str], None]
 
 
 def run_pipeline(

@@ -39,6 +39,7 @@ from contract.tables import (
 from expectations.gx_runner import GxValidator
 from expectations.rules import load_suite, rule_params, with_failed_rules
 from pipelines.faults import describe, fail_if, reached
+from pipelines.output import Progress
 from pipelines.session import cached, release
 from pipelines.storage import Bounds, Lakehouse
 from silver.common import rejected, row_failures
@@ -108,7 +109,7 @@ class SilverStats:
         self.dq_seconds += other.dq_seconds
 
 
-def run_silver(lakehouse: Lakehouse, progress: Callable[[str], None]) -> SilverStats:
+def run_silver(lakehouse: Lakehouse, progress: Progress) -> SilverStats:
     """Process the rows each bronze table gained since silver last ran (Delta versions recorded in
     `bronze.pipeline_runs`), one batch per bronze table (a backlog in batches of at most `batch_bytes`, progress
     recorded after each), then record how far silver got."""
@@ -192,7 +193,7 @@ def _process_or_quarantine(
     validator: GxValidator,
     stats: SilverStats,
     pending: Pending,
-    progress: Callable[[str], None],
+    progress: Progress,
 ) -> None:
     """Process the batch; should that fail for a reason no rule foresaw, try once more, and then quarantine every
     record of the batch (rule `batch_processable`, the failure as the reason) so that the run, and every later one,
