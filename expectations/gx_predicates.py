@@ -24,6 +24,8 @@ from great_expectations.expectations.metrics.metric_provider import metric_parti
 from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
 from pyspark.sql import functions as F
 
+from expectations.rules import null_safe
+
 FAILING_ROWS = "quorumlake.rows_not_satisfying_predicate"
 
 
@@ -46,7 +48,7 @@ class RowsNotSatisfyingPredicate(TableMetricProvider):
         metrics: dict[str, Any],
         runtime_configuration: dict,
     ):
-        passes = F.coalesce(F.expr(f"({metric_value_kwargs['predicate']})"), F.lit(False))
+        passes = F.expr(null_safe(metric_value_kwargs["predicate"]))
         return F.count_if(~passes), metric_domain_kwargs, {}
 
 

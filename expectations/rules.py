@@ -80,7 +80,7 @@ class Rule:
             )
         if self.expectation == "unexpected_rows_expectation":
             query = (
-                f"SELECT * FROM (SELECT *, coalesce(({self.row_predicate(params)}), false) AS __passes "
+                f"SELECT * FROM (SELECT *, {null_safe(self.row_predicate(params))} AS __passes "
                 "FROM {batch}) WHERE NOT __passes"
             )
             return gxe.UnexpectedRowsExpectation(
@@ -127,14 +127,17 @@ def rule_params(run_at: datetime, future_skew_ms: int) -> dict[str, Any]:
 
 def with_failed_rules(rows: DataFrame, suite: Suite, params: dict[str, Any]) -> DataFrame:
     """Add `failed_rules ARRAY<STRING>`: the names of every rule the row fails (empty when valid)."""
-    flags = [
-        F.expr(f"coalesce(({rule.row_predicate(params)}), false)").alias(f"__ok_{i}")
-        for i, rule in enumerate(suite.rules)
-    ]
+    flags = [F.expr(null_safe(rule.row_predicate(params))).alias(f"__ok_{i}") for i, rule in enumerate(suite.rules)]
     flagged = rows.select("*", *flags)
     names = [F.when(~F.col(f"__ok_{i}"), F.lit(rule.name)) for i, rule in enumerate(suite.rules)]
     failed: Column = F.filter(F.array(*names), lambda x: x.isNotNull()) if names else F.array().cast("array<string>")
     return flagged.withColumn("failed_rules", failed).drop(*[f"__ok_{i}" for i in range(len(suite.rules))])
+
+
+def null_safe(predicate: str) -> str:
+    """`predicate` (Spark SQL) as a boolean that is false where it comes out NULL: a NULL counts as failed, in the
+    row-level split and in Great Expectations alike."""
+    return f"coalesce(({predicate}), false)"
 
 
 def _sql_literal(value: Any) -> str:
