@@ -347,41 +347,67 @@ def is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+# A session conf that `Lakehouse.tune_for` sets to "true" for a small run on a local session: `cached` then keeps a
+# frame as a local checkpoint instead of persisting it (see `cached`).
+KEEP_AS_CHECKPOINT = "spark.quorumlake.keepAsLocalCheckpoint"
+
+
 def cached(df: DataFrame, level: StorageLevel | None = None) -> DataFrame:
-    """`df`, persisted where the session can cache it; under Spark Connect, `df` as it is (it is recomputed by each
-    action that reads it).
+    """`df`, kept for the several actions that read it where the session can keep it; under Spark Connect, `df` as it
+    is (it is recomputed by each action that reads it).
 
     Serverless compute refuses `persist()` (NOT_SUPPORTED_WITH_SERVERLESS) up to environment version 4; version 5
     caches only as a workspace preview that an admin may turn off and that compliance-profile workspaces lack. The
     pipeline's results never depend on a cache (every input it re-reads is a fixed Delta version or a literal), so a
-    Connect session simply does not cache. Every `persist()` of a run goes through here, and every `unpersist()`
-    through `release`."""
-    if is_connect(df.sparkSession):
+    Connect session simply does not cache.
+
+    A classic session persists `df`, except in a small run on a local session (`KEEP_AS_CHECKPOINT`), where `df` is
+    kept as a local checkpoint instead: computed once by its first action into the same blocks a persist fills, and
+    then a plan of one node. A persisted frame stays in every later query's plan, which Spark analyses, optimizes and
+    compares with each cached plan again for each query: a small run's few hundred queries over a few rows each paid
+    that on every one. A checkpoint cannot be recomputed should its blocks be lost, which only an executor lost on a
+    cluster does, so a cluster's session persists. A checkpoint is dropped when the run ends (`release_all`), not
+    by `release`: what a run derived from it may still read its blocks until then.
+
+    Every `persist()` and `localCheckpoint()` of a run goes through here, and what they keep is dropped through
+    `release` and `release_all`."""
+    spark = df.sparkSession
+    if is_connect(spark):
         return df
+    if spark.conf.get(KEEP_AS_CHECKPOINT, "false") == "true":
+        kept = df.localCheckpoint(eager=False) if level is None else df.localCheckpoint(eager=False, storageLevel=level)
+        _checkpoints[id(kept)] = kept
+        return kept
     kept = df.persist() if level is None else df.persist(level)
     _kept[id(kept)] = kept
     return kept
 
 
 def release(df: DataFrame) -> None:
-    """Drop what `cached` kept (nothing under Spark Connect)."""
-    if not is_connect(df.sparkSession):
+    """Drop what `cached` persisted (nothing under Spark Connect; a local checkpoint waits for `release_all`)."""
+    if not is_connect(df.sparkSession) and id(df) not in _checkpoints:
         df.unpersist()
         _kept.pop(id(df), None)
 
 
 def release_all() -> None:
-    """Drop whatever `cached` kept that was not released: what a run ended by an exception between a `cached` and
-    its `release` left behind. Every later query of the session would otherwise be compared with each of those plans
-    (Spark's cache lookup), a cost that grows with every such run in a long-lived process (a notebook, a test worker:
-    after the crash harness's abandoned runs, a later run's queries took minutes to plan)."""
+    """Drop whatever `cached` kept that was not released: every local checkpoint of the run, and what a run ended by
+    an exception between a `cached` and its `release` left persisted. Every later query of the session would otherwise
+    be compared with each of those plans (Spark's cache lookup), a cost that grows with every such run in a
+    long-lived process (a notebook, a test worker: after the crash harness's abandoned runs, a later run's queries
+    took minutes to plan), and the blocks of the checkpoints would wait for the JVM's garbage collector."""
     for df in list(_kept.values()):
         df.unpersist()
     _kept.clear()
+    for df in list(_checkpoints.values()):
+        df._jdf.queryExecution().logical().rdd().unpersist(False)
+    _checkpoints.clear()
 
 
 # the DataFrames `cached` persisted and `release` has not dropped yet, by identity (persist() returns the same object)
 _kept: dict[int, DataFrame] = {}
+# the local checkpoints `cached` made since the last `release_all`, by identity
+_checkpoints: dict[int, DataFrame] = {}
 
 
 def connect_server_command(config: Config, port: int, app_name: str = "quorumlake-connect") -> list[str]:

@@ -73,3 +73,11 @@ def set_field(partition: dict, path: str, value: Any) -> None:
         partition[array][int(index)][field] = value
     else:
         partition[path] = value
+
+
+def checkpointed_rdd(df):
+    """The JVM RDD behind a frame kept as a local checkpoint (`pipelines.session.cached` in a small local run), whose
+    plan is that one node; fails for any other frame."""
+    plan = df._jdf.queryExecution().logical()
+    assert plan.getClass().getSimpleName() == "LogicalRDD", plan.toString()
+    return plan.rdd()

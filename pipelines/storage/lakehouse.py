@@ -29,9 +29,10 @@ class Lakehouse(Catalog, Reads, Writes, Sources):
     def tune_for(self, new_bytes: int | None) -> bool:
         """Pick Spark's engine for this run from the size of its new data: at most `small_run_bytes`, the
         interpreted engine (compiling generated code for each of a run's few hundred small queries cost a quarter of
-        its CPU) and one task per stage; more, or unknown (None), Spark's defaults and the configured shuffle
-        partitions. Local sessions only. Returns True when interpreted."""
-        from pipelines.session import on_databricks
+        its CPU), one task per stage, and frames kept as local checkpoints (`pipelines.session.cached`) when the
+        master is local; more, or unknown (None), Spark's defaults and the configured shuffle partitions. Local
+        sessions only. Returns True when interpreted."""
+        from pipelines.session import KEEP_AS_CHECKPOINT, on_databricks
 
         sizes = (new_bytes, self.rebuild_bytes)
         small = None not in sizes and max(sizes) <= self.config.small_run_bytes
@@ -43,6 +44,8 @@ class Lakehouse(Catalog, Reads, Writes, Sources):
                 self.spark.conf.unset(key)
             else:
                 self.spark.conf.set(key, value)
+        checkpoint = small and self.config.spark_master.startswith("local")
+        self.spark.conf.set(KEEP_AS_CHECKPOINT, "true" if checkpoint else "false")
         return small
 
     def tune_up_for(self, parquet_bytes: int | None) -> None:

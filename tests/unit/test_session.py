@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import session
+from tests.helpers import checkpointed_rdd
 
 
 def test_remembered_jars_are_used_only_when_all_are_still_cached(tmp_path, monkeypatch):
@@ -80,7 +81,15 @@ def test_the_demo_runs_the_jvm_of_a_small_run(tmp_path):
     assert demo_config(tmp_path).java_options == session.SMALL_RUN_JAVA_OPTIONS
 
 
-def test_a_classic_session_caches_through_cached_and_release(spark):
+@pytest.fixture
+def persisting(spark):
+    """The session of a run that persists what it keeps (a big run, or any run on a cluster), for one test."""
+    spark.conf.set(session.KEEP_AS_CHECKPOINT, "false")
+    yield
+    spark.conf.set(session.KEEP_AS_CHECKPOINT, "true")  # the test session's small runs on a local master
+
+
+def test_a_classic_session_persists_through_cached_and_release(spark, persisting):
     from pyspark import StorageLevel
 
     assert not session.is_connect(spark)  # Spark Connect sessions (serverless) keep nothing: tests/e2e/test_connect.py
@@ -90,29 +99,67 @@ def test_a_classic_session_caches_through_cached_and_release(spark):
     assert kept.storageLevel == StorageLevel.NONE
 
 
-def test_what_a_run_cached_and_did_not_release_is_dropped_when_it_ends(spark, make_lakehouse, tmp_path, monkeypatch):
+def test_a_small_local_run_keeps_a_local_checkpoint_until_the_run_ends(spark):
+    from pyspark import StorageLevel
+
+    assert spark.conf.get(session.KEEP_AS_CHECKPOINT) == "true"  # the test session's small runs on a local master
+    cache = spark._jsparkSession.sharedState().cacheManager()
+    df = spark.range(3).selectExpr("id * 2 AS x")
+    kept = session.cached(df, StorageLevel.DISK_ONLY)
+    rdd = checkpointed_rdd(kept)  # a plan of one node, whatever `df`'s plan was
+    assert cache.isEmpty()  # nothing in Spark's cache, which every later query's plan would be compared with
+    assert rdd.getStorageLevel().useDisk() and not rdd.getStorageLevel().useMemory()
+    assert [r.x for r in kept.collect()] == [0, 2, 4] and rdd.isCheckpointed()
+    # release leaves it: a frame derived from it may still read its blocks until the run ends
+    later = kept.selectExpr("x + 1 AS y")
+    session.release(kept)
+    assert rdd.getStorageLevel().useDisk()
+    assert sorted(r.y for r in later.collect()) == [1, 3, 5]
+    session.release_all()
+    assert not rdd.getStorageLevel().isValid()  # StorageLevel.NONE: its blocks are gone
+
+
+@pytest.mark.parametrize("keep", ["persist", "checkpoint"])
+def test_what_a_run_cached_and_did_not_release_is_dropped_when_it_ends(
+    spark, make_lakehouse, tmp_path, monkeypatch, request, keep
+):
     from pipelines import run
     from pipelines.storage import Lakehouse
 
+    if keep == "persist":
+        request.getfixturevalue("persisting")
     cache = spark._jsparkSession.sharedState().cacheManager()
     kept = session.cached(spark.range(3).selectExpr("id * 2 AS x"))
-    assert kept.count() == 3 and not cache.isEmpty()
+    assert kept.count() == 3
+    dropped = _dropped(spark, kept, keep)
+    assert not dropped()
     session.release_all()
-    assert not kept.is_cached and cache.isEmpty()
+    assert dropped() and cache.isEmpty()
 
     # a run that ends by an exception between a `cached` and its `release` (the crash harness abandons runs so)
     class Abandoned(BaseException):
         pass
 
+    left = []
+
     def bronze_that_dies(lakehouse, progress, timings):
-        session.cached(spark.range(5)).count()
+        left.append(session.cached(spark.range(5)))
+        left[0].count()
         raise Abandoned
 
     monkeypatch.setitem(run.LAYER_RUNNERS, "bronze", bronze_that_dies)
     lakehouse: Lakehouse = make_lakehouse(tmp_path / "landing")
     with pytest.raises(Abandoned):
         run.run_pipeline(lakehouse, ("bronze",))
-    assert cache.isEmpty()
+    assert _dropped(spark, left[0], keep)() and cache.isEmpty()
+
+
+def _dropped(spark, kept, keep: str):
+    """A check of whether what `cached` kept is dropped: the persisted frame uncached, or the checkpoint's blocks."""
+    if keep == "persist":
+        return lambda: not kept.is_cached
+    rdd = checkpointed_rdd(kept)
+    return lambda: not rdd.getStorageLevel().isValid()
 
 
 def test_a_local_session_bounds_what_one_batch_of_rows_holds_in_the_driver_heap(spark):

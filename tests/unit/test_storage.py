@@ -10,8 +10,10 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from contract.tables import BRONZE_QUORUM_RAW
+from pipelines.session import KEEP_AS_CHECKPOINT, release_all
 from pipelines.storage import PARQUET_TO_LANDING, Bounds, Lakehouse
 from tests.frames import assert_frames_equal
+from tests.helpers import checkpointed_rdd
 
 T0 = datetime(2024, 10, 27, 3, 33, 20, tzinfo=timezone.utc)
 
@@ -284,7 +286,9 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
         assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
         assert spark.conf.get("spark.sql.shuffle.partitions") == "1"  # one task per shuffle and small scan
         assert spark.conf.get("spark.sql.files.minPartitionNum") == "1"
+        assert spark.conf.get(KEEP_AS_CHECKPOINT) == "true"  # a local master: frames kept as local checkpoints
         assert not lakehouse.tune_for(1001)
+        assert spark.conf.get(KEEP_AS_CHECKPOINT) == "false"
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
         assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
         assert spark.conf.get("spark.sql.shuffle.partitions") == "2"  # the configured count
@@ -303,6 +307,11 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
         lakehouse.tune_up_for(1000 // PARQUET_TO_LANDING + 1)
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+        assert spark.conf.get(KEEP_AS_CHECKPOINT) == "false"
+        # a small run on a cluster's master (whose lost executors lose blocks) still persists what it keeps
+        clustered = make_lakehouse(tmp_path / "landing", small_run_bytes=1000, spark_master="spark://cluster:7077")
+        assert clustered.tune_for(1000)
+        assert spark.conf.get(KEEP_AS_CHECKPOINT) == "false"
     finally:
         lakehouse.rebuild_bytes = 0
         lakehouse.tune_for(0)  # the test session's engine
@@ -408,14 +417,14 @@ def test_a_classic_session_materializes_by_caching_and_leaves_no_scratch(spark, 
     # (under Spark Connect the frame is written once as Parquet instead: tests/e2e/test_connect.py)
     lakehouse = make_lakehouse(tmp_path / "landing")
     df = spark.createDataFrame([(1, "a"), (2, "b")], "id INT, name STRING")
-    kept = lakehouse.materialized(df)
+    kept = lakehouse.materialized(df)  # the test session's small runs: a local checkpoint (tests/unit/test_session.py)
     try:
-        assert kept.is_cached
+        assert checkpointed_rdd(kept).getStorageLevel().useMemory()
         assert_frames_equal(kept, df)
         lakehouse.drop_scratch()
         assert not Path(lakehouse.scratch()).exists()
     finally:
-        kept.unpersist()
+        release_all()
 
 
 def test_a_backlog_of_versions_is_cut_into_ranges_of_bounded_bytes_each_holding_a_commit():
