@@ -401,8 +401,13 @@ def release_all() -> None:
         df.unpersist()
     _kept.clear()
     for df in list(_checkpoints.values()):
-        df._jdf.queryExecution().logical().rdd().unpersist(False)
+        checkpoint_rdd(df).unpersist(False)
     _checkpoints.clear()
+
+
+def checkpoint_rdd(df: DataFrame):
+    """The JVM RDD whose blocks hold a frame `cached` kept as a local checkpoint (the one node of its plan)."""
+    return df._jdf.queryExecution().logical().rdd()
 
 
 # the DataFrames `cached` persisted and `release` has not dropped yet, by identity (persist() returns the same object)

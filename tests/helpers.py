@@ -78,6 +78,8 @@ def set_field(partition: dict, path: str, value: Any) -> None:
 def checkpointed_rdd(df):
     """The JVM RDD behind a frame kept as a local checkpoint (`pipelines.session.cached` in a small local run), whose
     plan is that one node; fails for any other frame."""
+    from pipelines.session import checkpoint_rdd
+
     plan = df._jdf.queryExecution().logical()
     assert plan.getClass().getSimpleName() == "LogicalRDD", plan.toString()
-    return plan.rdd()
+    return checkpoint_rdd(df)

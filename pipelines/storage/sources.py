@@ -212,9 +212,9 @@ class Sources:
 
     def materialized(self, df: DataFrame, level: StorageLevel | None = None) -> DataFrame:
         """`df` computed once for the several actions that read it. A classic session keeps it (`cached`: persisted, or
-        a local checkpoint in a small local run). A Spark
-        Connect session cannot (serverless refuses persist()), and every action would recompute `df` from bronze:
-        a silver batch's parse, Python UDFs over every record's payload, ran once per action, ~20 times per batch.
+        a local checkpoint in a small local run). A Spark Connect session cannot (serverless refuses persist()), and
+        every action would recompute `df` from bronze: a silver batch's parse, Python UDFs over every record's
+        payload, ran once per action, ~20 times per batch.
         There `df` is written once as Parquet to the run's scratch folder and read back, so each action reads files.
         Free with `release`/`release_all` (classic) and `drop_scratch` (Connect, once the run's last reader is done)."""
         if not is_connect(self.spark):

@@ -84,9 +84,10 @@ def test_the_demo_runs_the_jvm_of_a_small_run(tmp_path):
 @pytest.fixture
 def persisting(spark):
     """The session of a run that persists what it keeps (a big run, or any run on a cluster), for one test."""
+    before = spark.conf.get(session.KEEP_AS_CHECKPOINT)
     spark.conf.set(session.KEEP_AS_CHECKPOINT, "false")
     yield
-    spark.conf.set(session.KEEP_AS_CHECKPOINT, "true")  # the test session's small runs on a local master
+    spark.conf.set(session.KEEP_AS_CHECKPOINT, before)
 
 
 def test_a_classic_session_persists_through_cached_and_release(spark, persisting):
@@ -131,7 +132,7 @@ def test_what_a_run_cached_and_did_not_release_is_dropped_when_it_ends(
     cache = spark._jsparkSession.sharedState().cacheManager()
     kept = session.cached(spark.range(3).selectExpr("id * 2 AS x"))
     assert kept.count() == 3
-    dropped = _dropped(spark, kept, keep)
+    dropped = _dropped(kept, keep)
     assert not dropped()
     session.release_all()
     assert dropped() and cache.isEmpty()
@@ -151,10 +152,10 @@ def test_what_a_run_cached_and_did_not_release_is_dropped_when_it_ends(
     lakehouse: Lakehouse = make_lakehouse(tmp_path / "landing")
     with pytest.raises(Abandoned):
         run.run_pipeline(lakehouse, ("bronze",))
-    assert _dropped(spark, left[0], keep)() and cache.isEmpty()
+    assert _dropped(left[0], keep)() and cache.isEmpty()
 
 
-def _dropped(spark, kept, keep: str):
+def _dropped(kept, keep: str):
     """A check of whether what `cached` kept is dropped: the persisted frame uncached, or the checkpoint's blocks."""
     if keep == "persist":
         return lambda: not kept.is_cached
