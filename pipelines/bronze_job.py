@@ -79,7 +79,8 @@ def run_bronze(
             touched |= _ingest(lakehouse, chunk, given_up=alone_deaths >= GIVE_UP_AFTER)
         lakehouse.save_bronze_attempt(None)
         reached(config, "bronze:recorded")
-        lakehouse.save_progress(CONSUMER, {LANDING: len(listing)}, {LANDING: fingerprint})
+        # written with the run's next record of the ledger: a crash before it costs the next run a listing
+        lakehouse.save_progress(CONSUMER, {LANDING: len(listing)}, {LANDING: fingerprint}, hold=True)
         lakehouse.save_landing_folders(fingerprint, scan.folders)
     ingested = lakehouse.count_ingested([BRONZE_SOURCES[s] for s in sorted(touched)], config.run_at, since)
     return [BronzeCounts(spec.name, *ingested.get(spec.name, (0, 0))) for spec in BRONZE_SOURCES.values()]

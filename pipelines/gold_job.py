@@ -83,7 +83,7 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
             done = dict(versions)
             reached(config, "gold:round")
     if versions != done:
-        lakehouse.save_progress(CONSUMER, versions)
+        lakehouse.save_progress(CONSUMER, versions, hold=True)  # the run writes the ledger once, when it ends
     return written
 
 

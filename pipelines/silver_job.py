@@ -150,7 +150,8 @@ def run_silver(lakehouse: Lakehouse, progress: Progress) -> SilverStats:
     if validator is not None:
         lakehouse.drop_scratch()
     if reached_versions != done:
-        lakehouse.save_progress(CONSUMER, reached_versions)
+        # written with gold's record: a crash before it makes the next run redo this batch, whose writes are idempotent
+        lakehouse.save_progress(CONSUMER, reached_versions, hold=True)
     stats.total_seconds = time.monotonic() - started
     return stats
 

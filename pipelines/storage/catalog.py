@@ -79,7 +79,7 @@ class Catalog:
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(create, missing))
         if PIPELINE_RUNS in missing:
-            self._progress_rows = {}  # just created: no consumer has progress yet (nothing to read)
+            self._progress_rows, self._progress_at = {}, {}  # just created: no consumer has progress yet
         if migrating:
             # A warehouse built before run bookkeeping existed: turn on what the tables now declare (e.g. the change
             # data feed that silver reads bronze by).
@@ -105,8 +105,7 @@ class Catalog:
             # the run's first progress commit instead of being a commit of its own (in a new process, the JVM's
             # first write: ~5 s of a demo's run). Lost with a run killed before that commit, it costs the next run
             # the look at each table above, nothing else.
-            self._unsaved["registry"] = record
-            self._remember("registry", *record)
+            self.save_progress("registry", *record, hold=True)
         else:
             self.save_progress("registry", *record)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pyspark.sql import SparkSession
 
 from pipelines.config import Config
@@ -17,9 +19,12 @@ class Lakehouse(Catalog, Reads, Writes, Sources):
     def __init__(self, spark: SparkSession, config: Config):
         self.spark = spark
         self.config = config
+        # the progress ledger (`bronze.pipeline_runs`) as this run knows it: consumer -> source table -> (version,
+        # fingerprint), and the run that recorded each consumer; None until read
         self._progress_rows: dict[str, dict[str, tuple[int, str | None]]] | None = None
-        # progress records not written yet: they go with the next `save_progress` commit (see `_migrate`)
-        self._unsaved: dict[str, tuple[dict[str, int], dict[str, str]]] = {}
+        self._progress_at: dict[str, datetime] = {}
+        # consumers whose record is not written yet: it goes with the ledger's next commit (see `save_progress`)
+        self._unsaved: set[str] = set()
         # a full refresh reads whole tables, whatever the landing zone's new data: about this many landing bytes' worth
         # (None: unknown, so Spark's defaults); 0 outside a full refresh
         self.rebuild_bytes: int | None = 0

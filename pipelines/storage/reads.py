@@ -9,6 +9,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from datetime import timezone
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -293,53 +294,69 @@ class Reads:
         return self._progress().get(consumer, {}).get(source, (None, None))[1]
 
     def _progress(self) -> dict[str, dict[str, tuple[int, str | None]]]:
-        # read once per Lakehouse (one small job), then kept up to date by save_progress
+        # read once per Lakehouse (one small job), then kept up to date by save_progress: the ledger is written whole
+        # from what is kept here
         if self._progress_rows is None:
-            self._progress_rows = {}
+            self._progress_rows, self._progress_at = {}, {}
             for r in self.read(PIPELINE_RUNS).collect():
                 self._progress_rows.setdefault(r["consumer"], {})[r["source_table"]] = (
                     int(r["source_version"]),
                     r["fingerprint"],
                 )
+                # Spark gives a naive local time; as UTC, it is written back as the same instant
+                at = r["run_at"].astimezone(timezone.utc)
+                self._progress_at[r["consumer"]] = max(at, self._progress_at.get(r["consumer"], at))
         return self._progress_rows
 
     def save_progress(
-        self, consumer: str, versions: dict[str, int], fingerprints: dict[str, str] | None = None
+        self,
+        consumer: str,
+        versions: dict[str, int],
+        fingerprints: dict[str, str] | None = None,
+        hold: bool = False,
     ) -> None:
-        """Record how far `consumer` got, replacing its earlier record in one commit (the table's history is the
-        log of runs). Written after the consumer's outputs, so a crash before it only makes the next run redo
-        work whose writes are idempotent. Records held back (`flush_progress`) are written in the same commit."""
-        records = {**self._unsaved, consumer: (versions, fingerprints or {})}
-        rows = [
-            (self.config.run_at, name, table, version, prints.get(table))
-            for name, (counts, prints) in sorted(records.items())
-            for table, version in sorted(counts.items())
-        ]
-        consumers = ", ".join(f"'{name}'" for name in sorted(records))
-        writer = (
-            self.spark.createDataFrame(rows, PIPELINE_RUNS.spark_schema)
-            .write.format("delta")
-            .mode("overwrite")
-            .option("replaceWhere", f"consumer IN ({consumers})")
-        )
-        self._save(PIPELINE_RUNS, writer)
-        self._unsaved = {}
-        for name, (counts, prints) in records.items():
-            self._remember(name, counts, prints)
+        """Record how far `consumer` got, replacing its earlier record (the table's history is the log of runs).
+        Called after the consumer's outputs are written, so a crash before the record is written only makes the next
+        run redo work whose writes are idempotent.
+
+        The ledger is small and this run is its only writer (`pipelines.lock`), so it is written whole, in one commit
+        that replaces every file (no predicate to match against the files it holds). With `hold`, the record waits for
+        the next commit of the ledger (a later layer's record, or `flush_progress` when the run ends): a run through
+        every layer writes the ledger once instead of once per layer."""
+        self._remember(consumer, versions, fingerprints or {})
+        self._unsaved.add(consumer)
+        if not hold:
+            self._write_progress()
 
     def flush_progress(self) -> None:
-        """Write the progress records still held back (a run whose layers saved no progress of their own)."""
+        """Write the progress records still held back (a run whose last layer saved no progress of its own)."""
         if self._unsaved:
-            consumer, (versions, fingerprints) = next(iter(self._unsaved.items()))
-            self.save_progress(consumer, versions, fingerprints)
+            self._write_progress()
+
+    def _write_progress(self) -> None:
+        rows = [
+            (self._progress_at[name], name, table, version, fingerprint)
+            for name, record in sorted(self._progress().items())
+            for table, (version, fingerprint) in sorted(record.items())
+        ]
+        ledger = self.spark.createDataFrame(rows, PIPELINE_RUNS.spark_schema)
+        if self.config.catalog:
+            # INSERT OVERWRITE: a catalog's saveAsTable in overwrite mode would replace the table's definition too
+            ledger.writeTo(self.table_name(PIPELINE_RUNS)).overwrite(F.lit(True))
+        else:
+            ledger.write.format("delta").mode("overwrite").save(self.table_path(PIPELINE_RUNS))
+        self._unsaved = set()
 
     def _remember(self, consumer: str, versions: dict[str, int], fingerprints: dict[str, str]) -> None:
         self._progress()[consumer] = {t: (v, fingerprints.get(t)) for t, v in versions.items()}
+        self._progress_at[consumer] = self.config.run_at
 
     def reset_progress(self, consumer: str) -> None:
         """Forget how far `consumer` got: its next run starts from the beginning of what it reads."""
         self.spark.sql(f"DELETE FROM {self.ref(PIPELINE_RUNS)} WHERE consumer = '{consumer}'")
         self._progress().pop(consumer, None)
+        self._progress_at.pop(consumer, None)
+        self._unsaved.discard(consumer)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from contract.tables import TableSpec
+from contract.tables import PIPELINE_RUNS, TableSpec
 from pipelines.config import Config
 from pipelines.session import cached, release
 from pipelines.storage.bounds import Bounds
@@ -134,6 +134,8 @@ class Writes:
         """Delete every row (one commit; the history stays for time travel, and readers of the change feed see the
         deletes)."""
         self.spark.sql(f"DELETE FROM {self.ref(spec)}")
+        if spec == PIPELINE_RUNS:  # the ledger is written whole from what this run keeps of it: keep nothing
+            self._progress_rows, self._progress_at, self._unsaved = {}, {}, set()
 
     def _save(self, spec: TableSpec, writer) -> None:
         if self.config.catalog:

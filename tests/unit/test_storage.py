@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from pyspark.sql import functions as F
 
 from contract.tables import BRONZE_QUORUM_RAW
@@ -367,6 +368,93 @@ def test_a_new_warehouse_records_its_table_definitions_with_the_first_progress_c
     assert records(other) == {("registry", "tables"): (len(ALL_TABLES), fingerprint)}
     other.flush_progress()
     assert other.version(PIPELINE_RUNS) == 1
+
+
+def _ledger(lakehouse) -> dict[tuple[str, str], tuple]:
+    from contract.tables import PIPELINE_RUNS
+
+    return {
+        (r["consumer"], r["source_table"]): (r["run_at"], r["source_version"], r["fingerprint"])
+        for r in lakehouse.read(PIPELINE_RUNS).collect()
+    }
+
+
+def test_held_progress_records_go_with_the_ledger_s_next_commit_which_keeps_every_other_record(
+    spark, make_lakehouse, tmp_path
+):
+    from contract.tables import PIPELINE_RUNS
+
+    first_run, second_run = (datetime(2024, 10, 27, hour, tzinfo=timezone.utc) for hour in (3, 4))
+    read_back = second_run.replace(tzinfo=None)  # as Spark returns it (the tests' zone is UTC)
+    lakehouse = make_lakehouse(tmp_path / "landing", run_at=first_run)
+    lakehouse.ensure_tables((PIPELINE_RUNS,))
+    lakehouse.save_progress("bronze", {"landing": 3}, {"landing": "f"})
+    lakehouse.save_progress("silver", {"bronze.quorum_raw": 2, "bronze.metrics_raw": 1})
+    assert lakehouse.version(PIPELINE_RUNS) == 2
+
+    # the next run: bronze and silver hold their records, gold's commit writes all three
+    later = make_lakehouse(tmp_path / "landing", run_at=second_run)
+    later.save_progress("bronze", {"landing": 5}, {"landing": "g"}, hold=True)
+    later.save_progress("silver", {"bronze.quorum_raw": 4, "bronze.metrics_raw": 1}, hold=True)
+    assert later.version(PIPELINE_RUNS) == 2 and later.progress("silver") == {
+        "bronze.quorum_raw": 4,
+        "bronze.metrics_raw": 1,
+    }
+    later.save_progress("gold", {"silver.replica_states": 7})
+    assert later.version(PIPELINE_RUNS) == 3
+    ledger = _ledger(later)
+    # the first run's record of the table definitions is kept as that run wrote it
+    assert ledger.pop(("registry", "tables"))[:2] == (first_run.replace(tzinfo=None), 1)
+    assert ledger == {
+        ("bronze", "landing"): (read_back, 5, "g"),
+        ("silver", "bronze.quorum_raw"): (read_back, 4, None),
+        ("silver", "bronze.metrics_raw"): (read_back, 1, None),
+        ("gold", "silver.replica_states"): (read_back, 7, None),
+    }
+    later.flush_progress()  # nothing held: no commit
+    assert later.version(PIPELINE_RUNS) == 3
+
+    # a run that records only gold keeps the others' records as their runs wrote them, each consumer's rows whole
+    third = make_lakehouse(tmp_path / "landing", run_at=datetime(2024, 10, 27, 5, tzinfo=timezone.utc))
+    third.save_progress("gold", {"silver.node_metrics": 2}, hold=True)
+    third.flush_progress()
+    ledger = _ledger(third)
+    assert ledger[("bronze", "landing")] == (read_back, 5, "g")
+    assert ("gold", "silver.replica_states") not in ledger and ledger[("gold", "silver.node_metrics")][1:] == (2, None)
+    # a consumer reset (full refresh) is gone from the next commit too
+    third.reset_progress("silver")
+    third.save_progress("gold", {"silver.node_metrics": 3})
+    assert {consumer for consumer, _ in _ledger(third)} == {"bronze", "gold", "registry"}
+
+
+def test_a_run_whose_layer_fails_keeps_the_progress_of_the_layers_before_it(
+    spark, make_lakehouse, tmp_path, monkeypatch
+):
+    from contract.tables import PIPELINE_RUNS
+    from pipelines import run
+
+    def silver(lakehouse, progress, timings):
+        lakehouse.save_progress("silver", {"bronze.quorum_raw": 1}, hold=True)
+        return []
+
+    def gold_that_fails(lakehouse, progress, timings):
+        raise RuntimeError("gold failed")
+
+    # bronze is the real one, over an empty landing zone: it records a listing of no files
+    (tmp_path / "landing").mkdir()
+    monkeypatch.setitem(run.LAYER_RUNNERS, "silver", silver)
+    monkeypatch.setitem(run.LAYER_RUNNERS, "gold", gold_that_fails)
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    with pytest.raises(RuntimeError, match="gold failed"):
+        run.run_pipeline(lakehouse)
+    ledger = _ledger(make_lakehouse(tmp_path / "landing"))
+    assert ledger[("bronze", "landing")][1] == 0 and ledger[("silver", "bronze.quorum_raw")][1] == 1
+    assert {consumer for consumer, _ in ledger} == {"bronze", "silver", "registry"}
+    # a run through every layer writes the ledger once: one commit after the one that created it
+    monkeypatch.setitem(run.LAYER_RUNNERS, "gold", lambda lakehouse, progress, timings: [])
+    other = make_lakehouse(tmp_path / "landing", warehouse=str(tmp_path / "other"))
+    run.run_pipeline(other)
+    assert other.version(PIPELINE_RUNS) == 1 and {c for c, _ in _ledger(other)} == {"bronze", "silver", "registry"}
 
 
 def test_bringing_tables_to_their_definitions_commits_only_what_differs(spark, make_lakehouse, tmp_path):
