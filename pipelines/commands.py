@@ -356,32 +356,39 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
 
 
 def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[str, str]]:
-    """OPTIMIZE then VACUUM every registered table (retention `vacuum_hours`, Delta's default is 168).
+    """OPTIMIZE then VACUUM every registered table (retention `vacuum_hours`, Delta's default is 168), a few tables at
+    a time: each table's commands are mostly fixed costs (planning, listing, a commit), and tables are independent.
 
     A table whose changes a later layer has not read yet is compacted but not vacuumed: its change feed still needs
     the files that compaction replaced."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from contract.tables import ALL_TABLES
 
     readers = {"bronze": "silver", "silver": "gold"}
-    done = []
-    for spec in ALL_TABLES:
+    lakehouse.progress("silver")  # the progress ledger is read once, here, not by the threads
+
+    def maintain(spec) -> tuple[str, str]:
         name = lakehouse.table_name(spec)
         progress(f"maintenance: OPTIMIZE {name}")
         lakehouse.optimize(spec)
         reader = readers.get(spec.schema)
-        pending = None
         if reader and dict(spec.properties).get("delta.enableChangeDataFeed") == "true":
             read_upto = lakehouse.progress(reader).get(spec.name, -1)
             if read_upto < lakehouse.version(spec) - 1:  # the OPTIMIZE just made is not a change anyone needs
                 pending = f"{reader} has not read versions after {read_upto} yet"
-        if pending:
-            progress(f"maintenance: VACUUM {name} skipped: {pending}")
-            done.append((name, f"optimized; not vacuumed ({pending})"))
-            continue
+                progress(f"maintenance: VACUUM {name} skipped: {pending}")
+                return name, f"optimized; not vacuumed ({pending})"
         progress(f"maintenance: VACUUM {name} RETAIN {vacuum_hours} HOURS")
         lakehouse.vacuum(spec, vacuum_hours)
-        done.append((name, "optimized, vacuumed"))
-    return done
+        return name, "optimized, vacuumed"
+
+    with ThreadPoolExecutor(max_workers=MAINTENANCE_THREADS) as pool:
+        return list(pool.map(maintain, ALL_TABLES))
+
+
+# tables maintained at once (as many as a new warehouse's tables created at once: `Catalog.ensure_tables`)
+MAINTENANCE_THREADS = 4
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
