@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -455,8 +456,14 @@ def test_default_serve_is_loopback_only_and_read_only(spark, fleet):
             # last: the rows that follow its header are its own
             "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id",
         ]
-        ok = _beeline_run(url, file_reads + reads)
-        asked = _beeline_run(url + "?spark.sql.runSQLOnFiles=true", file_reads)
+        # the three sessions at once (each beeline is a JVM of its own, mostly starting up)
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            sessions = [
+                pool.submit(_beeline_run, url, file_reads + reads),
+                pool.submit(_beeline_run, url + "?spark.sql.runSQLOnFiles=true", file_reads),
+                pool.submit(_beeline_run, url, [sql for sql, _ in FORBIDDEN]),
+            ]
+            ok, asked, bad = (session.result() for session in sessions)
         for files in (ok, asked):
             output = files.stdout + files.stderr
             for identifier in ("`text`.`/etc/hostname`", "`csv`.`/etc/passwd`", f"`delta`.`{table_path}`"):
@@ -474,7 +481,6 @@ def test_default_serve_is_loopback_only_and_read_only(spark, fleet):
         assert [r[0] for r in rows[1:]] == sorted(r["cluster_id"] for r in clusters) and len(rows) > 2
         assert all(r[1] in ("ok", "warn", "critical", "stale") for r in rows[1:])
         # writes, file reads, settings changes and reflection are refused, each with the guard's message
-        bad = _beeline_run(url, [sql for sql, _ in FORBIDDEN])
         output = bad.stdout + bad.stderr
         for sql, message in FORBIDDEN:
             assert f"quorumlake serve is read-only: {message}" in output, (sql, output[-3000:])
