@@ -304,8 +304,9 @@ class Reads:
                     r["fingerprint"],
                 )
                 # Spark gives a naive local time; as UTC, it is written back as the same instant
-                at = r["run_at"].astimezone(timezone.utc)
-                self._progress_at[r["consumer"]] = max(at, self._progress_at.get(r["consumer"], at))
+                if r["run_at"] is not None:
+                    at = r["run_at"].astimezone(timezone.utc)
+                    self._progress_at[r["consumer"]] = max(at, self._progress_at.get(r["consumer"], at))
         return self._progress_rows
 
     def save_progress(
@@ -335,7 +336,7 @@ class Reads:
 
     def _write_progress(self) -> None:
         rows = [
-            (self._progress_at[name], name, table, version, fingerprint)
+            (self._progress_at.get(name), name, table, version, fingerprint)
             for name, record in sorted(self._progress().items())
             for table, (version, fingerprint) in sorted(record.items())
         ]

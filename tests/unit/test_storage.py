@@ -425,6 +425,11 @@ def test_held_progress_records_go_with_the_ledger_s_next_commit_which_keeps_ever
     third.reset_progress("silver")
     third.save_progress("gold", {"silver.node_metrics": 3})
     assert {consumer for consumer, _ in _ledger(third)} == {"bronze", "gold", "registry"}
+    # a record without its run's time (written by hand) is kept as it is, and does not stop the run
+    spark.sql(f"INSERT INTO {third.ref(PIPELINE_RUNS)} VALUES (NULL, 'by-hand', 't', 1, NULL)")
+    fourth = make_lakehouse(tmp_path / "landing")
+    fourth.save_progress("gold", {"silver.node_metrics": 4})
+    assert _ledger(fourth)[("by-hand", "t")] == (None, 1, None)
 
 
 def test_a_run_whose_layer_fails_keeps_the_progress_of_the_layers_before_it(
