@@ -321,9 +321,9 @@ class Reads:
         run redo work whose writes are idempotent.
 
         The ledger is small and this run is its only writer (`pipelines.lock`), so it is written whole, in one commit
-        that replaces every file (no predicate to match against the files it holds). With `hold`, the record waits for
-        the next commit of the ledger (a later layer's record, or `flush_progress` when the run ends): a run through
-        every layer writes the ledger once instead of once per layer."""
+        that replaces every row (no other consumer's rows to keep from the files it holds). With `hold`, the record
+        waits for the next commit of the ledger (a later layer's record, or `flush_progress` when the run ends): a run
+        through every layer writes the ledger once instead of once per layer."""
         self._remember(consumer, versions, fingerprints or {})
         self._unsaved.add(consumer)
         if not hold:
@@ -340,12 +340,15 @@ class Reads:
             for name, record in sorted(self._progress().items())
             for table, (version, fingerprint) in sorted(record.items())
         ]
-        ledger = self.spark.createDataFrame(rows, PIPELINE_RUNS.spark_schema)
-        if self.config.catalog:
-            # INSERT OVERWRITE: a catalog's saveAsTable in overwrite mode would replace the table's definition too
-            ledger.writeTo(self.table_name(PIPELINE_RUNS)).overwrite(F.lit(True))
-        else:
-            ledger.write.format("delta").mode("overwrite").save(self.table_path(PIPELINE_RUNS))
+        # every row replaced; by `replaceWhere`, because a plain overwrite (`INSERT OVERWRITE`, `writeTo().overwrite`
+        # alike) also clears the table's liquid clustering
+        writer = (
+            self.spark.createDataFrame(rows, PIPELINE_RUNS.spark_schema)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", "true")
+        )
+        self._save(PIPELINE_RUNS, writer)
         self._unsaved = set()
 
     def _remember(self, consumer: str, versions: dict[str, int], fingerprints: dict[str, str]) -> None:

@@ -413,6 +413,9 @@ def test_held_progress_records_go_with_the_ledger_s_next_commit_which_keeps_ever
     }
     later.flush_progress()  # nothing held: no commit
     assert later.version(PIPELINE_RUNS) == 3
+    # written whole, the ledger keeps its declared layout
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{later.table_path(PIPELINE_RUNS)}`").first()
+    assert tuple(detail["clusteringColumns"]) == PIPELINE_RUNS.clustering == ("consumer", "source_table")
 
     # a run that records only gold keeps the others' records as their runs wrote them, each consumer's rows whole
     third = make_lakehouse(tmp_path / "landing", run_at=datetime(2024, 10, 27, 5, tzinfo=timezone.utc))
