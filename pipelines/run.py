@@ -53,12 +53,13 @@ def run_pipeline(
                 summaries += runner(lakehouse, progress, timings)
                 timings[layer] = round(time.monotonic() - started, 3)
                 progress(f"{layer}: done in {timings[layer]:.1f}s")
-        lakehouse.flush_progress()  # the progress of every layer, in one commit of the ledger
     except Exception:
         # what the layers before the failing one finished is kept (a failing layer holds no record)
         with contextlib.suppress(Exception):
             lakehouse.flush_progress()
         raise
+    else:
+        lakehouse.flush_progress()  # the progress of every layer, in one commit of the ledger
     finally:
         release_all()  # however the run ended, the session keeps nothing of it cached
     return summaries
