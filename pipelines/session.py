@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.config import Config
 from pipelines.errors import RuntimeFailure, one_line
+from pipelines.jvm_lookups import remember_lookups
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 
@@ -71,6 +72,8 @@ def get_spark(config: Config, app_name: str = "quorumlake") -> SparkSession:
         # a Spark Connect server that has Delta (e.g. the one tests/e2e/test_connect.py starts, or a stand-in for
         # serverless); the server's own settings apply, this process only sends plans
         return SparkSession.builder.remote(config.spark_remote).getOrCreate()
+    # a local session's Py4J keeps the answers of its name lookups: two round trips fewer per PySpark function call
+    remember_lookups()
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
