@@ -8,7 +8,12 @@ start-up is in each of them alike:
 - `noop_s`: a run with nothing new, over `startup_s` (start Spark + Delta and read one table);
 - `incremental_after_history_over_empty`: the same batch of new files (1 % of the size) into a warehouse holding
   `history` times that batch, over the same batch into an empty warehouse (the runs' own seconds, so start-up is
-  not counted twice).
+  not counted twice);
+- the newcomer's run, whatever the size: `demo_run_s`, a `quorumlake run` of the demo fleet into an empty warehouse
+  with the demo's JVM options (`demo_pipeline_s`: the seconds it prints, which `make demo` shows), over
+  `tables_floor_s`: one Spark + Delta process that creates, appends to and reads back each of the contract's tables
+  with five rows, nothing else (`python -m pipelines.bench tables`): what any run that writes every table pays in
+  Delta's fixed costs, whatever its data.
 Sizes: about 0.1M / 1M / 10M replica rows, with partition states and metric scrapes in the proportions of a polled
 fleet (DescribeQuorum every 10 s, partition states every minute, a metrics scrape per node every 5 minutes).
 """
@@ -23,7 +28,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from contract.tables import LAYERS
+from contract.tables import ALL_TABLES, LAYERS
 from pipelines.output import Progress
 from tools.simulator import FleetSpec, generate
 
@@ -103,6 +108,23 @@ def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
     results["incremental_into_empty_s"] = into_empty["seconds"]
     results["incremental_after_history_over_empty"] = round(after_history["seconds"] / into_empty["seconds"], 2)
     results["history"] = history
+
+    progress("bench: the demo fleet's run, and plain Delta touching every table of the contract")
+    from pipelines.commands import DEMO_FLEET, generate_landing
+    from pipelines.session import SMALL_RUN_JAVA_OPTIONS
+
+    demo = root / "demo"
+    generate_landing(demo / "landing", **DEMO_FLEET)
+    settings = demo / "demo.toml"
+    settings.write_text(f'java_options = "{SMALL_RUN_JAVA_OPTIONS}"\n', encoding="utf-8")
+    results["demo_run_s"], demo_stats = _run(
+        demo / "landing", demo / "warehouse", demo / "run.json", extra=("--config", str(settings))
+    )
+    results["demo_pipeline_s"] = demo_stats["seconds"]
+    results["tables_floor_s"], _ = _timed(
+        [sys.executable, "-m", "pipelines.bench", "tables", str(root / "tables"), str(len(ALL_TABLES))]
+    )
+    results["demo_run_over_tables_floor"] = round(results["demo_run_s"] / results["tables_floor_s"], 2)
     return results
 
 
@@ -116,7 +138,9 @@ def prepare_root(root: Path) -> None:
     (root / MARKER).write_text("made by quorumlake bench; deleted by the next bench run\n", encoding="utf-8")
 
 
-def _run(landing: Path, warehouse: Path, stats: Path, exclude_batch: bool = False) -> tuple[float, dict]:
+def _run(
+    landing: Path, warehouse: Path, stats: Path, exclude_batch: bool = False, extra: tuple[str, ...] = ()
+) -> tuple[float, dict]:
     hidden = []
     if exclude_batch:  # ingest the history alone first: hide the batch folders from this run
         for source in ("quorum", "metrics", "partitions"):
@@ -137,6 +161,7 @@ def _run(landing: Path, warehouse: Path, stats: Path, exclude_batch: bool = Fals
                 str(warehouse),
                 "--stats",
                 str(stats),
+                *extra,
             ]
         )
     finally:
@@ -180,6 +205,10 @@ def table(results: dict) -> str:
         "incremental_after_history_s",
         "incremental_into_empty_s",
         "incremental_after_history_over_empty",
+        "demo_run_s",
+        "demo_pipeline_s",
+        "tables_floor_s",
+        "demo_run_over_tables_floor",
     ]
     width = max(len(k) for k in keys)
     lines = []
@@ -239,15 +268,35 @@ def _startup(table_path: str) -> None:
     print(spark.read.format("delta").load(table_path).count())
 
 
-def _session(warehouse: str):
+def _tables(out: str, count: str) -> None:
+    """Create (five rows), append to (five rows) and read back each of `count` Delta tables, one after the other:
+    the fixed cost of touching that many tables, in a JVM tuned as the demo's small run is."""
+    from pyspark.sql import functions as F
+
+    from pipelines.session import SMALL_RUN_JAVA_OPTIONS
+
+    spark = _session(out, SMALL_RUN_JAVA_OPTIONS)
+    rows = spark.range(5).select(
+        F.col("id").alias("key"), F.lit("value").alias("value"), F.timestamp_millis(F.col("id")).alias("at")
+    )
+    paths = [f"{out}/table_{i:02d}" for i in range(int(count))]
+    for path in paths:
+        rows.write.format("delta").save(path)
+    for path in paths:
+        rows.write.format("delta").mode("append").save(path)
+    for path in paths:
+        spark.read.format("delta").load(path).where(F.col("key") > 1).count()
+
+
+def _session(warehouse: str, java_options: str = ""):
     from pipelines.config import Config
     from pipelines.session import get_spark, quiet
 
-    spark = get_spark(Config(warehouse=warehouse))
+    spark = get_spark(Config(warehouse=warehouse, java_options=java_options))
     quiet(spark)
     return spark
 
 
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    {"floor": _floor, "startup": _startup}[command](*args)
+    {"floor": _floor, "startup": _startup, "tables": _tables}[command](*args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines import cli
-from pipelines.bench import MARKER, REPLICAS_PER_SNAPSHOT, SIZES, fleet_for, prepare_root
+from pipelines.bench import MARKER, REPLICAS_PER_SNAPSHOT, SIZES, _tables, fleet_for, prepare_root, table
 
 
 @pytest.mark.parametrize("size", sorted(SIZES))
@@ -46,3 +46,32 @@ def test_cli_bench_refuses_a_foreign_root_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not made by 'quorumlake bench'" in err[0]
     assert (tmp_path / "x").read_text() == "mine"
+
+
+def test_the_tables_floor_creates_appends_to_and_reads_each_table_once(spark, tmp_path):
+    out = tmp_path / "tables"
+    _tables(str(out), "2")
+    for name in ("table_00", "table_01"):
+        table = spark.read.format("delta").load(str(out / name))
+        assert sorted(r["key"] for r in table.collect()) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+        versions = [r["version"] for r in spark.sql(f"DESCRIBE HISTORY delta.`{out / name}`").collect()]
+        assert sorted(versions) == [0, 1]  # created with its rows, then one append: two commits
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("table_")) == ["table_00", "table_01"]
+
+
+def test_the_printed_table_has_the_newcomer_s_figures_after_the_size_s_own():
+    results = {
+        "size": "small",
+        "incremental_after_history_over_empty": 1.1,
+        "demo_run_s": 60.0,
+        "demo_pipeline_s": 58.9,
+        "tables_floor_s": 35.0,
+        "demo_run_over_tables_floor": 1.71,
+    }
+    lines = table(results).splitlines()
+    names = [line.split()[0] for line in lines]
+    assert names.index("demo_run_s") > names.index("incremental_after_history_over_empty")
+    assert [line.split()[-1] for line in lines if line.startswith(("tables_floor_s", "demo_run_over"))] == [
+        "35.0",
+        "1.71",
+    ]
