@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="benchmark: backfill, no-op and incremental runs as ratios against Spark's own floor",
         description="Generate a fleet of the given size into --root and time, each as a whole process: the floor "
         "(plain Spark + Delta reading the landing zone once), a backfill, a run with nothing new, Spark's "
-        "start-up, and the same 1% batch after --history times it versus into an empty warehouse.",
+        "start-up, the same 1% batch after --history times it versus into an empty warehouse, and the demo "
+        "fleet's run versus plain Delta creating, appending to and reading back each of the contract's tables.",
     )
     bench.add_argument(
         "--size",
