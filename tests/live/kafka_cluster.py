@@ -574,11 +574,18 @@ class KafkaCluster:
         _terminate(node.process, timeout_s, sig)
         node.process = None
 
-    def close(self) -> None:
-        """Stop every process this cluster started (brokers first), each by its own process id."""
+    def close(self, graceful: bool = True) -> None:
+        """Stop every process this cluster started, each by its own process id: brokers first, each by a controlled
+        shutdown (graceful), or all at once by SIGKILL once nothing more is read from the cluster (the graceful way
+        took ~12 s of the suite for a cluster that is thrown away)."""
         if self._runner is not None:
-            _terminate(self._runner, 5, signal.SIGTERM)
+            _terminate(self._runner, 5, signal.SIGTERM if graceful else signal.SIGKILL)
             self._runner = None
+        if not graceful:
+            for node in self.nodes.values():
+                if node.process is not None and node.process.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(node.process.pid, signal.SIGKILL)
         for node_id in BROKER_IDS + CONTROLLER_IDS:
             with contextlib.suppress(Exception):
                 self.stop_node(node_id, timeout_s=15)
