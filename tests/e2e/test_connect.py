@@ -66,13 +66,11 @@ def wheel_python(tmp_path_factory) -> Path:
     env_dir = root / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    # installed by the uv that scripts/bootstrap.sh installed (from its cache: ~3 s instead of pip's ~28 s), else pip;
-    # with its bytecode compiled, as pip and scripts/bootstrap.sh do (the server's Python UDF workers and the clients
-    # run this venv)
+    # installed by the uv that scripts/bootstrap.sh installed (from its cache: ~3 s instead of pip's ~28 s), else pip
     packages = [f"{wheel}[spark]", "pyspark[connect]", "-c", str(ROOT / "constraints.txt")]
     uv = Path(sys.executable).parent / "uv"
     if uv.is_file():
-        install = [str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--python", str(python), *packages]
+        install = [str(uv), "pip", "install", "--quiet", "--python", str(python), *packages]
     else:
         install = [str(python), "-m", "pip", "install", "--quiet", *packages]
     subprocess.run(install, check=True, timeout=1200)
