@@ -49,4 +49,9 @@ else
   # setuptools says, as information only, that an editable install should not be shadowed by same-named folders
   PYTHONWARNINGS="ignore:Editable installation" "${pip[@]}" -e ".[dev]"
 fi
+# A venv installed before its bytecode was compiled at install (uv compiles only what it installs) gets it once.
+if ! ls .venv/lib/python*/site-packages/pyspark/__pycache__/*.pyc >/dev/null 2>&1; then
+  .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+    >/dev/null 2>&1 || true
+fi
 .venv/bin/python -m pipelines.session
