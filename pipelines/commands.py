@@ -385,12 +385,10 @@ def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[
         lakehouse.vacuum(spec, vacuum_hours)
         return name, "optimized, vacuumed"
 
-    with ThreadPoolExecutor(max_workers=MAINTENANCE_THREADS) as pool:
+    from pipelines.storage import TABLES_AT_ONCE
+
+    with ThreadPoolExecutor(max_workers=TABLES_AT_ONCE) as pool:
         return list(pool.map(maintain, ALL_TABLES))
-
-
-# tables maintained at once (as many as a new warehouse's tables created at once: `Catalog.ensure_tables`)
-MAINTENANCE_THREADS = 4
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

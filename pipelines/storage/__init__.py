@@ -22,7 +22,7 @@ One `Lakehouse` object is the way in; its parts live by concern:
 """
 
 from pipelines.storage.bounds import Bounds
-from pipelines.storage.catalog import TableTemplates, registry_fingerprint
+from pipelines.storage.catalog import TABLES_AT_ONCE, TableTemplates, registry_fingerprint
 from pipelines.storage.lakehouse import INTERPRETED_ENGINE, PARQUET_TO_LANDING, Lakehouse
 from pipelines.storage.reads import LiveFile, batches
 from pipelines.storage.sources import Attempt
@@ -30,6 +30,7 @@ from pipelines.storage.sources import Attempt
 __all__ = [
     "INTERPRETED_ENGINE",
     "PARQUET_TO_LANDING",
+    "TABLES_AT_ONCE",
     "Attempt",
     "Bounds",
     "Lakehouse",

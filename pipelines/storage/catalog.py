@@ -75,8 +75,8 @@ class Catalog:
             if templates is not None:
                 templates.keep(spec, self.table_path(spec))
 
-        # Each CREATE is one small commit, mostly waiting: a new warehouse's tables are created four at a time.
-        with ThreadPoolExecutor(max_workers=4) as pool:
+        # Each CREATE is one small commit, mostly waiting: a new warehouse's tables are created a few at a time.
+        with ThreadPoolExecutor(max_workers=TABLES_AT_ONCE) as pool:
             list(pool.map(create, missing))
         if PIPELINE_RUNS in missing:
             self._progress_rows, self._progress_at = {}, {}  # just created: no consumer has progress yet
@@ -185,6 +185,10 @@ class Catalog:
 
 
 # the session settings whose values Delta writes into a new table's definition
+# How many tables are created (a new warehouse) or maintained (`quorumlake maintenance`) at once: each table's commands
+# are mostly fixed costs and waiting (planning, listing, a commit), and tables are independent.
+TABLES_AT_ONCE = 4
+
 _DELTA_DEFAULTS = "spark.databricks.delta.properties.defaults."
 
 
