@@ -184,11 +184,11 @@ class Catalog:
             self.spark.sql(statement)
 
 
-# the session settings whose values Delta writes into a new table's definition
 # How many tables are created (a new warehouse) or maintained (`quorumlake maintenance`) at once: each table's commands
 # are mostly fixed costs and waiting (planning, listing, a commit), and tables are independent.
 TABLES_AT_ONCE = 4
 
+# the session settings whose values Delta writes into a new table's definition
 _DELTA_DEFAULTS = "spark.databricks.delta.properties.defaults."
 
 

@@ -576,19 +576,15 @@ class KafkaCluster:
 
     def close(self, graceful: bool = True) -> None:
         """Stop every process this cluster started, each by its own process id: brokers first, each by a controlled
-        shutdown (graceful), or all at once by SIGKILL once nothing more is read from the cluster (the graceful way
-        took ~12 s of the suite for a cluster that is thrown away)."""
+        shutdown (graceful), or by SIGKILL once nothing more is read from the cluster (the graceful way took ~12 s of
+        the suite for a cluster that is thrown away)."""
+        sig = signal.SIGTERM if graceful else signal.SIGKILL
         if self._runner is not None:
-            _terminate(self._runner, 5, signal.SIGTERM if graceful else signal.SIGKILL)
+            _terminate(self._runner, 5, sig)
             self._runner = None
-        if not graceful:
-            for node in self.nodes.values():
-                if node.process is not None and node.process.poll() is None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(node.process.pid, signal.SIGKILL)
         for node_id in BROKER_IDS + CONTROLLER_IDS:
             with contextlib.suppress(Exception):
-                self.stop_node(node_id, timeout_s=15)
+                self.stop_node(node_id, timeout_s=15, sig=sig)
 
     def __enter__(self) -> KafkaCluster:
         return self
