@@ -92,22 +92,24 @@ def build_wheel(dest: Path) -> subprocess.CompletedProcess:
 
 
 # The test files that take longest (seconds each on two workers, `--durations` of the whole suite), first: `make test`
-# hands whole files to two workers in collection order, and the longest going last left one worker running alone for
-# minutes at the end (longest-first packing). Files not listed keep their order after these.
-SLOWEST_FIRST = (  # the suite profiled on 2026-11-27 (`--durations=0`, two workers, two runs)
-    "tests/e2e/test_demo_report_serve.py",  # ~325-350 s
-    "tests/e2e/test_crash.py",  # ~260-300 s
-    "tests/e2e/test_connect.py",  # ~200-225 s
-    "tests/e2e/test_recovery.py",  # ~180-200 s
-    "tests/e2e/test_hostile.py",  # ~125 s
-    "tests/e2e/test_gold_e2e.py",  # ~70-130 s
-    "tests/unit/test_storage.py",  # ~95-120 s
-    "tests/unit/test_bronze_raw.py",  # ~90 s
-    "tests/unit/test_expectations.py",  # ~85 s
-    "tests/e2e/test_silver_e2e.py",  # ~60 s
-    "tests/e2e/test_bronze_e2e.py",  # ~40-45 s
-    "tests/unit/test_silver_hostile.py",  # ~25 s
+# hands whole files to two workers in collection order (`--no-loadscope-reorder`: pytest-xdist's default hands out the
+# files with the most tests first, which put the unit files first and the crash chain last, one worker running it alone
+# for ~2 minutes at the end), and the longest going last would leave one worker alone for minutes (longest-first
+# packing). Files not listed keep their order after these.
+SLOWEST_FIRST = (  # the suite profiled on 2026-11-28 (`--durations=0`, two workers, two runs)
+    "tests/e2e/test_demo_report_serve.py",  # ~230 s
+    "tests/e2e/test_crash.py",  # ~190-260 s
+    "tests/e2e/test_connect.py",  # ~150-195 s
+    "tests/e2e/test_recovery.py",  # ~165-195 s
+    "tests/e2e/test_hostile.py",  # ~115-120 s
+    "tests/unit/test_storage.py",  # ~110 s
+    "tests/e2e/test_gold_e2e.py",  # ~70-90 s
+    "tests/unit/test_bronze_raw.py",  # ~65-75 s
+    "tests/unit/test_expectations.py",  # ~55-65 s
+    "tests/e2e/test_bronze_e2e.py",  # ~60 s
+    "tests/e2e/test_silver_e2e.py",  # ~45-65 s
     "tests/unit/test_silver_quorum.py",  # ~20 s
+    "tests/unit/test_silver_hostile.py",  # ~20 s
 )
 
 
