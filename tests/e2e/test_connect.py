@@ -66,11 +66,18 @@ def wheel_python(tmp_path_factory) -> Path:
     env_dir = root / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    # installed by the uv that scripts/bootstrap.sh installed (from its cache: ~3 s instead of pip's ~28 s), else pip
+    # installed by the uv that scripts/bootstrap.sh installed, else pip
     packages = [f"{wheel}[spark]", "pyspark[connect]", "-c", str(ROOT / "constraints.txt")]
     uv = Path(sys.executable).parent / "uv"
     if uv.is_file():
         install = [str(uv), "pip", "install", "--quiet", "--python", str(python), *packages]
+        # From uv's cache alone first (<1 s): the install of the checkout has just put every one of these packages
+        # there (PyPI has PySpark as a 400 MB source archive only, kept with the wheel built from it). Online, uv
+        # revalidates that archive, and where the index answers "modified" (here, every time) it downloads and
+        # builds PySpark again: ~20 s, and 1.4 GB more in the cache at every run of this test (50 GB filled this
+        # machine's disk). Online only if the cache lacks something.
+        if subprocess.run([*install, "--offline"], check=False, timeout=1200).returncode == 0:
+            return python
     else:
         install = [str(python), "-m", "pip", "install", "--quiet", *packages]
     subprocess.run(install, check=True, timeout=1200)
