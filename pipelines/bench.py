@@ -8,7 +8,7 @@ start-up is in each of them alike:
 - `noop_s`: a run with nothing new, over `startup_s` (start Spark + Delta and read one table);
 - `incremental_after_history_over_empty`: the same batch of new files (1 % of the size) into a warehouse holding
   `history` times that batch, over the same batch into an empty warehouse (the runs' own seconds, so start-up is
-  not counted twice);
+  not counted twice; the medians of INCREMENTAL_PAIRS alternating pairs, each sample in `incremental_samples_s`);
 - the newcomer's run, whatever the size: `demo_run_s`, a `quorumlake run` of the demo fleet into an empty warehouse
   with the demo's JVM options (`demo_pipeline_s`: the seconds it prints, which `make demo` shows), over
   `tables_floor_s`: one Spark + Delta process that creates, appends to and reads back each of the contract's tables
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -46,6 +47,7 @@ _BASE = FleetSpec(
 # size -> (clusters, replica rows)
 SIZES = {"small": (4, 100_000), "medium": (8, 1_000_000), "large": (16, 10_000_000)}
 MARKER = ".quorumlake-bench"
+INCREMENTAL_PAIRS = 3  # alternating pairs of runs behind incremental_after_history_over_empty
 
 
 def fleet_for(size: str, fraction: float = 1.0, start_ms: int | None = None) -> FleetSpec:
@@ -102,11 +104,22 @@ def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
                 shutil.copytree(root / "batch" / source, target / source / "batch", dirs_exist_ok=True)
     hist_wh = root / "warehouse-history"
     _run(with_history, hist_wh, root / "history.json", exclude_batch=True)
-    _, after_history = _run(with_history, hist_wh, root / "after-history.json")
-    _, into_empty = _run(batch_only, root / "warehouse-batch", root / "into-empty.json")
-    results["incremental_after_history_s"] = after_history["seconds"]
-    results["incremental_into_empty_s"] = into_empty["seconds"]
-    results["incremental_after_history_over_empty"] = round(after_history["seconds"] / into_empty["seconds"], 2)
+    # Each arm is one ~1-minute run, and such runs vary by +-5 s from one minute to the next on a small machine: one
+    # pair decides nothing near the target. INCREMENTAL_PAIRS pairs, their order alternating, each after-history run
+    # on a fresh copy of the history's warehouse; the ratio is of the two arms' medians.
+    after, empty = [], []
+    for pair in range(INCREMENTAL_PAIRS):
+        for arm in ("after", "empty") if pair % 2 == 0 else ("empty", "after"):
+            if arm == "after":
+                after.append(_incremental(with_history, hist_wh, root / f"after-history-{pair}"))
+            else:
+                empty.append(_incremental(batch_only, None, root / f"into-empty-{pair}"))
+    results["incremental_after_history_s"] = statistics.median(after)
+    results["incremental_into_empty_s"] = statistics.median(empty)
+    results["incremental_after_history_over_empty"] = round(
+        results["incremental_after_history_s"] / results["incremental_into_empty_s"], 2
+    )
+    results["incremental_samples_s"] = {"after_history": after, "into_empty": empty}
     results["history"] = history
 
     progress("bench: the demo fleet's run, and plain Delta touching every table of the contract")
@@ -136,6 +149,20 @@ def prepare_root(root: Path) -> None:
         shutil.rmtree(root)
     root.mkdir(parents=True)
     (root / MARKER).write_text("made by quorumlake bench; deleted by the next bench run\n", encoding="utf-8")
+
+
+def _incremental(landing: Path, history: Path | None, out: Path) -> float:
+    """The seconds a run reports for the batch into a copy of the `history` warehouse (None: an empty one) at `out`;
+    the copy is removed afterwards."""
+    warehouse = out / "warehouse"
+    out.mkdir(parents=True, exist_ok=True)
+    if history is not None:
+        shutil.copytree(history, warehouse, symlinks=True)
+    try:
+        _, stats = _run(landing, warehouse, out / "run.json")
+    finally:
+        shutil.rmtree(warehouse, ignore_errors=True)
+    return stats["seconds"]
 
 
 def _run(
@@ -205,6 +232,7 @@ def table(results: dict) -> str:
         "incremental_after_history_s",
         "incremental_into_empty_s",
         "incremental_after_history_over_empty",
+        "incremental_samples_s",
         "demo_run_s",
         "demo_pipeline_s",
         "tables_floor_s",
