@@ -108,12 +108,10 @@ def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
     # pair decides nothing near the target. INCREMENTAL_PAIRS pairs, their order alternating, each after-history run
     # on a fresh copy of the history's warehouse; the ratio is of the two arms' medians.
     after, empty = [], []
+    arms = [(after, with_history, hist_wh, "after-history"), (empty, batch_only, None, "into-empty")]
     for pair in range(INCREMENTAL_PAIRS):
-        for arm in ("after", "empty") if pair % 2 == 0 else ("empty", "after"):
-            if arm == "after":
-                after.append(_incremental(with_history, hist_wh, root / f"after-history-{pair}"))
-            else:
-                empty.append(_incremental(batch_only, None, root / f"into-empty-{pair}"))
+        for samples, landing, history, name in arms if pair % 2 == 0 else arms[::-1]:
+            samples.append(_incremental(landing, history, root / f"{name}-{pair}"))
     results["incremental_after_history_s"] = statistics.median(after)
     results["incremental_into_empty_s"] = statistics.median(empty)
     results["incremental_after_history_over_empty"] = round(
