@@ -352,23 +352,26 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     # it commits to every table: never beside a run (a local disk's Delta log is written check-then-rename,
     # so two processes committing the same version at once could lose one commit)
     with warehouse_lock(config.warehouse, args.wait):
-        for name, what in maintenance(open_lakehouse(config), args.vacuum_hours, progress):
+        for name, what in maintenance(open_lakehouse(config), args.vacuum_hours, progress, time.time()):
             print(f"{name}: {what}")
     return 0
 
 
-def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[str, str]]:
+def maintenance(lakehouse, vacuum_hours: int, progress: Progress, now_s: float) -> list[tuple[str, str]]:
     """OPTIMIZE then VACUUM every registered table (retention `vacuum_hours`, Delta's default is 168), a few tables at
     a time: each table's commands are mostly fixed costs (planning, listing, a commit), and tables are independent.
 
     A table whose changes a later layer has not read yet is compacted but not vacuumed: its change feed still needs
-    the files that compaction replaced."""
+    the files that compaction replaced. Nor is a local table where VACUUM could delete nothing at `now_s` (epoch
+    seconds): no file or folder outside its log older than the retention, no empty folder (VACUUM deletes only those),
+    for which it would take six Spark jobs and two commits (VACUUM START and END)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from contract.tables import ALL_TABLES
 
     readers = {"bronze": "silver", "silver": "gold"}
     lakehouse.progress("silver")  # the progress ledger is read once, here, not by the threads
+    cutoff_s = now_s - vacuum_hours * 3600
 
     def maintain(spec) -> tuple[str, str]:
         name = lakehouse.table_name(spec)
@@ -381,6 +384,10 @@ def maintenance(lakehouse, vacuum_hours: int, progress: Progress) -> list[tuple[
                 pending = f"{reader} has not read versions after {read_upto} yet"
                 progress(f"maintenance: VACUUM {name} skipped: {pending}")
                 return name, f"optimized; not vacuumed ({pending})"
+        if lakehouse.vacuum_could_delete(spec, cutoff_s) is False:
+            young = f"no file older than {vacuum_hours} hours"
+            progress(f"maintenance: VACUUM {name} skipped: {young}")
+            return name, f"optimized; nothing to vacuum ({young})"
         progress(f"maintenance: VACUUM {name} RETAIN {vacuum_hours} HOURS")
         lakehouse.vacuum(spec, vacuum_hours)
         return name, "optimized, vacuumed"

@@ -284,6 +284,29 @@ class Reads:
         log = os.path.join(path.removeprefix("file:"), "_delta_log")
         return log if os.path.isdir(log) else None
 
+    def vacuum_could_delete(self, spec: TableSpec, cutoff_s: float) -> bool | None:
+        """Whether VACUUM with a retention ending at `cutoff_s` (epoch seconds) could delete anything in the table, read
+        on the driver where the table is local; None where it is not (then nothing is known). VACUUM lists everything
+        outside `_delta_log` and deletes the untracked files last modified before the cutoff and the empty folders
+        (Delta's `VacuumCommand.gc`); so it could delete something exactly when such a file or folder is there. Every
+        old entry counts, tracked or not, hidden or not: a yes is only a reason to let VACUUM decide."""
+        log = self._local_log(spec)
+        if log is None:
+            return None
+        root = os.path.dirname(log)
+        for folder, dirs, files in os.walk(root):
+            if folder == root:
+                dirs[:] = [d for d in dirs if d != "_delta_log"]
+            elif not dirs and not files:
+                return True
+            for name in (*dirs, *files):
+                try:
+                    if os.lstat(os.path.join(folder, name)).st_mtime < cutoff_s:
+                        return True
+                except FileNotFoundError:  # gone while listed: nothing VACUUM could delete either
+                    continue
+        return False
+
     # --- progress -----------------------------------------------------------------------------------------------------
 
     def progress(self, consumer: str) -> dict[str, int]:

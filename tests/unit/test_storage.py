@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -59,6 +61,43 @@ def test_versions_and_commit_metrics_from_the_local_log_match_describe_history(s
     first, second = lakehouse.last_commit_metrics(BRONZE_QUORUM_RAW, 0)
     assert (int(first["numOutputRows"]), int(second["numTargetRowsInserted"])) == (1, 1)
     assert [r["operation"] for r in history[1:]] == ["WRITE", "MERGE"]
+
+
+def test_vacuum_could_delete_only_where_something_outside_the_log_is_older_than_the_cutoff_or_a_folder_is_empty(
+    spark, make_lakehouse, tmp_path
+):
+    lakehouse = make_lakehouse(tmp_path / "landing")
+    table = Path(lakehouse.table_path(BRONZE_QUORUM_RAW).removeprefix("file:"))
+    (table / "_delta_log").mkdir(parents=True)
+    (table / "_delta_log" / "00000000000000000000.json").write_text("{}")
+    (table / "part-0.parquet").write_bytes(b"x")
+    (table / "_change_data").mkdir()
+    (table / "_change_data" / "cdc-0.parquet").write_bytes(b"x")
+    now = time.time()
+
+    def age(path: Path, seconds: float) -> None:
+        os.utime(path, (now - seconds, now - seconds))
+
+    def could(cutoff_s: float) -> bool | None:
+        return lakehouse.vacuum_could_delete(BRONZE_QUORUM_RAW, cutoff_s)
+
+    for path in table.rglob("*"):
+        age(path, 10)
+    for path in (table / "_delta_log", table / "_delta_log" / "00000000000000000000.json"):
+        age(path, 10_000)  # the log is never VACUUM's
+    assert could(now - 100) is False
+    age(table / "_change_data" / "cdc-0.parquet", 1_000)  # an old file, in a folder or not
+    assert could(now - 100) is True and could(now - 10_000) is False
+    age(table / "_change_data" / "cdc-0.parquet", 10)
+    age(table / "_change_data", 1_000)  # an old folder
+    assert could(now - 100) is True
+    (table / "_change_data" / "cdc-0.parquet").unlink()
+    age(table / "_change_data", 10)
+    assert could(now - 100) is True  # an empty folder, however young: VACUUM removes it
+    (table / "_change_data").rmdir()
+    assert could(now - 100) is False
+    # a table of a catalog: nothing is known
+    assert make_lakehouse(tmp_path / "landing", catalog="main").vacuum_could_delete(BRONZE_QUORUM_RAW, now) is None
 
 
 def test_a_table_is_known_empty_until_a_file_is_added_and_again_once_every_file_is_removed(
