@@ -91,6 +91,24 @@ def build_wheel(dest: Path) -> subprocess.CompletedProcess:
         )
 
 
+@pytest.fixture(scope="session")
+def checkout_wheel(tmp_path_factory) -> Path:
+    """The checkout's wheel, built once per test run: the first worker that asks builds it, the others wait for it on a
+    lock in the run's own temp folder (above each worker's)."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    dist = shared / "checkout-wheel"
+    with open(shared / "checkout-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not any(dist.glob("quorumlake-*.whl")):
+            built = build_wheel(dist)
+            if built.returncode != 0:
+                pytest.fail(f"pip wheel of the checkout failed:\n{built.stderr[-3000:]}")
+    (wheel,) = dist.glob("quorumlake-*.whl")
+    return wheel
+
+
 # The test files that take longest (seconds each on two workers, `--durations` of the whole suite), first: `make test`
 # hands whole files to two workers in collection order (`--no-loadscope-reorder`: pytest-xdist's default hands out the
 # files with the most tests first, which put the unit files first and the crash chain last, one worker running it alone

@@ -31,7 +31,6 @@ from pipelines.config import Config
 from pipelines.session import SMALL_RUN_JAVA_OPTIONS, connect_server_command
 from pipelines.storage import INTERPRETED_ENGINE
 from tests import read_back
-from tests.conftest import build_wheel
 from tests.helpers import accepts_connections, free_port
 
 DATA = Path(__file__).parent.parent / "data"
@@ -53,22 +52,21 @@ def _env(python: Path | None = None, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def wheel_python(tmp_path_factory) -> Path:
+def wheel_python(checkout_wheel, tmp_path_factory) -> Path:
     """The interpreter of a clean venv with the wheel built from the checkout, its `spark` extra (what Databricks
     provides itself: pyspark, delta-spark) and PySpark's Connect client installed; pinned as `make test` pins."""
     root = tmp_path_factory.mktemp("wheel")
-    built = build_wheel(root / "dist")
-    assert built.returncode == 0, built.stderr
-    wheel = next((root / "dist").glob("quorumlake-*.whl"))
+    wheel = checkout_wheel
     names = zipfile.ZipFile(wheel).namelist()
     assert "expectations/silver_replica_states.json" in names and "pipelines/ivysettings.xml" in names
     assert "tools/simulator/fleet.py" in names and not any(n.startswith("tests/") for n in names)
     env_dir = root / "venv"
-    venv.create(env_dir, with_pip=True)
-    python = env_dir / "bin" / "python"
-    # installed by the uv that scripts/bootstrap.sh installed, else pip
-    packages = [f"{wheel}[spark]", "pyspark[connect]", "-c", str(ROOT / "constraints.txt")]
+    # installed by the uv that scripts/bootstrap.sh installed (into a venv without pip: its own install is 3.5 s),
+    # else pip
     uv = Path(sys.executable).parent / "uv"
+    venv.create(env_dir, with_pip=not uv.is_file())
+    python = env_dir / "bin" / "python"
+    packages = [f"{wheel}[spark]", "pyspark[connect]", "-c", str(ROOT / "constraints.txt")]
     if uv.is_file():
         install = [str(uv), "pip", "install", "--quiet", "--python", str(python), *packages]
         # From uv's cache alone first (<1 s): the install of the checkout has just put every one of these packages

@@ -30,7 +30,6 @@ from sqlglot import exp
 from contract.tables import GOLD_TABLES, LAYERS
 from gold.views import VIEWS
 from pipelines.cli import UsageError, build_parser
-from tests.conftest import build_wheel
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -601,11 +600,8 @@ def test_each_layer_entry_point_has_help(layer):
         assert flag in result.stdout, f"{flag} is not in quorumlake-{layer} --help"
 
 
-def test_the_wheel_has_the_entry_points_and_no_spark(tmp_path):
-    result = build_wheel(tmp_path)
-    assert result.returncode == 0, result.stderr
-    (wheel,) = tmp_path.glob("quorumlake-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
+def test_the_wheel_has_the_entry_points_and_no_spark(checkout_wheel):
+    with zipfile.ZipFile(checkout_wheel) as archive:
         names = archive.namelist()
         dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
         entry_points = archive.read(f"{dist_info}/entry_points.txt").decode()
