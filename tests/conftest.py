@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import io
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -91,22 +93,47 @@ def build_wheel(dest: Path) -> subprocess.CompletedProcess:
         )
 
 
-@pytest.fixture(scope="session")
-def checkout_wheel(tmp_path_factory) -> Path:
-    """The checkout's wheel, built once per test run: the first worker that asks builds it, the others wait for it on a
-    lock in the run's own temp folder (above each worker's)."""
+@contextlib.contextmanager
+def once_per_run(tmp_path_factory, name: str) -> Iterator[Path]:
+    """The folder `name` in the test run's own temp folder (above each worker's, so every worker sees the same one),
+    held under a lock while the caller fills it or finds it filled: whichever worker comes first builds what is shared,
+    the others wait for it."""
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent
-    dist = shared / "checkout-wheel"
-    with open(shared / "checkout-wheel.lock", "w") as lock:
+    with open(shared / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        yield shared / name
+
+
+@pytest.fixture(scope="session")
+def checkout_wheel(tmp_path_factory) -> Path:
+    """The checkout's wheel, built once per test run."""
+    with once_per_run(tmp_path_factory, "checkout-wheel") as dist:
         if not any(dist.glob("quorumlake-*.whl")):
             built = build_wheel(dist)
             if built.returncode != 0:
                 pytest.fail(f"pip wheel of the checkout failed:\n{built.stderr[-3000:]}")
     (wheel,) = dist.glob("quorumlake-*.whl")
     return wheel
+
+
+@pytest.fixture(scope="session")
+def landing_run(spark, tmp_path_factory) -> tuple[Path, Path]:
+    """`tests/data/landing` and the warehouse of one `quorumlake run` over it into an empty warehouse, once per test run
+    for the tests that only read them (a copy to change anything: the tables name the landing zone's files, so the
+    zone stays where it is). A run costs ~20-30 s of the suite. (landing zone, warehouse)"""
+    with once_per_run(tmp_path_factory, "landing-run") as root:
+        zone, warehouse = root / "landing", root / "warehouse"
+        if not (root / "done").is_file():
+            shutil.rmtree(root, ignore_errors=True)  # what a failed attempt left
+            shutil.copytree(DATA / "landing", zone)
+            from pipelines import cli
+
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert cli.main(["run", "--landing", str(zone), "--warehouse", str(warehouse)]) == 0
+            (root / "done").touch()
+    return zone, warehouse
 
 
 # The test files that take longest (seconds each on two workers, `--durations` of the whole suite), first: `make test`

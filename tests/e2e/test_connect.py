@@ -26,14 +26,12 @@ import pytest
 
 import pipelines
 from contract.tables import ALL_TABLES, LAYERS, PIPELINE_RUNS
-from pipelines import cli
 from pipelines.config import Config
 from pipelines.session import SMALL_RUN_JAVA_OPTIONS, connect_server_command
 from pipelines.storage import INTERPRETED_ENGINE
 from tests import read_back
 from tests.helpers import accepts_connections, free_port
 
-DATA = Path(__file__).parent.parent / "data"
 ROOT = Path(pipelines.__file__).resolve().parent.parent  # the checkout under test
 START_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 1800
@@ -151,18 +149,15 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def zone(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("connect-landing") / "landing"
-    shutil.copytree(DATA / "landing", root)
-    return root
+def zone(landing_run) -> Path:
+    return landing_run[0]
 
 
 @pytest.fixture(scope="module")
-def classic(spark, zone, tmp_path_factory) -> dict[str, list[tuple]]:
-    """The reference: every table after a run on the suite's classic session."""
-    warehouse = tmp_path_factory.mktemp("connect-classic") / "wh"
-    assert cli.main(["run", "--landing", str(zone), "--warehouse", str(warehouse)]) == 0
-    return tables(warehouse)
+def classic(landing_run) -> dict[str, list[tuple]]:
+    """The reference: every table after a run on the suite's classic session from the same landing zone (the run the
+    suite shares)."""
+    return tables(landing_run[1])
 
 
 def tables(warehouse: Path) -> dict[str, list[tuple]]:

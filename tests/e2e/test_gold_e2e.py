@@ -38,10 +38,11 @@ def printed_status(zone: Path) -> dict[str, tuple[int, int]]:
     return figures
 
 
-def test_gold_from_the_test_landing_zone(spark, landing, tmp_path, capsys):
-    zone = landing("landing")
-    warehouse = tmp_path / "wh"
-    run(zone, warehouse, capsys)
+def test_gold_from_the_test_landing_zone(spark, landing_run, capsys):
+    zone, warehouse = landing_run  # one run the suite shares: read here, never written
+    # its tables named in this session (the run may have been another worker's)
+    assert cli.main(["sql", "SELECT 1", "--warehouse", str(warehouse)]) == 0
+    capsys.readouterr()
 
     # gold.quorum_status: the same figures kafka-metadata-quorum --status prints for the §1.5 state
     printed = printed_status(zone)
