@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -107,11 +108,13 @@ def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
     # Each arm is one ~1-minute run, and such runs vary by +-5 s from one minute to the next on a small machine: one
     # pair decides nothing near the target. INCREMENTAL_PAIRS pairs, their order alternating, each after-history run
     # on a fresh copy of the history's warehouse; the ratio is of the two arms' medians.
-    after, empty = [], []
-    arms = [(after, with_history, hist_wh, "after-history"), (empty, batch_only, None, "into-empty")]
-    for pair in range(INCREMENTAL_PAIRS):
-        for samples, landing, history, name in arms if pair % 2 == 0 else arms[::-1]:
-            samples.append(_incremental(landing, history, root / f"{name}-{pair}"))
+    after, empty = alternating_pairs(
+        (
+            lambda pair: _incremental(with_history, hist_wh, root / f"after-history-{pair}"),
+            lambda pair: _incremental(batch_only, None, root / f"into-empty-{pair}"),
+        ),
+        INCREMENTAL_PAIRS,
+    )
     results["incremental_after_history_s"] = statistics.median(after)
     results["incremental_into_empty_s"] = statistics.median(empty)
     results["incremental_after_history_over_empty"] = round(
@@ -147,6 +150,18 @@ def prepare_root(root: Path) -> None:
         shutil.rmtree(root)
     root.mkdir(parents=True)
     (root / MARKER).write_text("made by quorumlake bench; deleted by the next bench run\n", encoding="utf-8")
+
+
+def alternating_pairs(arms: Sequence[Callable[[int], float]], pairs: int) -> list[list[float]]:
+    """Each arm measured once per pair, `pairs` times, the arms' order reversed every other pair (A B, B A, A B, ...),
+    so that a slow minute falls on both alike; `arm(pair)` returns one sample. Each arm's samples, in the arms'
+    order."""
+    samples: list[list[float]] = [[] for _ in arms]
+    for pair in range(pairs):
+        order = range(len(arms)) if pair % 2 == 0 else reversed(range(len(arms)))
+        for i in order:
+            samples[i].append(arms[i](pair))
+    return samples
 
 
 def _incremental(landing: Path, history: Path | None, out: Path) -> float:

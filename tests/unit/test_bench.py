@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from pipelines import cli
-from pipelines.bench import MARKER, REPLICAS_PER_SNAPSHOT, SIZES, _tables, fleet_for, prepare_root, table
+from pipelines.bench import (
+    MARKER,
+    REPLICAS_PER_SNAPSHOT,
+    SIZES,
+    _tables,
+    alternating_pairs,
+    fleet_for,
+    prepare_root,
+    table,
+)
 
 
 @pytest.mark.parametrize("size", sorted(SIZES))
@@ -75,3 +84,18 @@ def test_the_printed_table_has_the_newcomer_s_figures_after_the_size_s_own():
         "35.0",
         "1.71",
     ]
+
+
+def test_incremental_arms_alternate_pair_by_pair_and_keep_their_own_samples():
+    ran = []
+
+    def arm(name: str):
+        def measure(pair: int) -> float:
+            ran.append(f"{name}{pair}")
+            return float(len(ran))
+
+        return measure
+
+    after, empty = alternating_pairs((arm("after-"), arm("empty-")), 3)
+    assert ran == ["after-0", "empty-0", "empty-1", "after-1", "after-2", "empty-2"]
+    assert (after, empty) == ([1.0, 4.0, 5.0], [2.0, 3.0, 6.0])
