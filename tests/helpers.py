@@ -5,9 +5,11 @@ tests/captures.py, DataFrame comparison in tests/frames.py, reading Delta tables
 from __future__ import annotations
 
 import gzip
+import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -83,3 +85,12 @@ def checkpointed_rdd(df):
     plan = df._jdf.queryExecution().logical()
     assert plan.getClass().getSimpleName() == "LogicalRDD", plan.toString()
     return checkpoint_rdd(df)
+
+
+def age_table_files(table: Path, hours: float) -> None:
+    """Every file and folder of a Delta table outside its `_delta_log` as if last written `hours` ago (what VACUUM's
+    retention is measured against)."""
+    then = time.time() - hours * 3600
+    for path in table.rglob("*"):
+        if "_delta_log" not in path.relative_to(table).parts:
+            os.utime(path, (then, then))

@@ -15,6 +15,7 @@ import pytest
 from contract.tables import BRONZE_SOURCES
 from pipelines import cli
 from tests import read_back
+from tests.helpers import age_table_files
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -193,11 +194,8 @@ def test_maintenance_keeps_the_files_of_changes_silver_has_not_read_yet(spark, f
     before = bronze_counts(warehouse)
     # the raw tables' files as if written 200 hours ago: past the retention, so only the unread changes keep VACUUM
     # away from them
-    then = time.time() - 200 * 3600
     for spec in BRONZE_SOURCES.values():
-        for path in (warehouse / "bronze" / spec.table).rglob("*"):
-            if "_delta_log" not in path.parts:
-                os.utime(path, (then, then))
+        age_table_files(warehouse / "bronze" / spec.table, 200)
     assert cli.main(["maintenance", "--warehouse", str(warehouse)]) == 0
     out = dict(line.split(": ", 1) for line in capsys.readouterr().out.splitlines())
     # a line per table, in the registry's order, though tables are maintained a few at a time

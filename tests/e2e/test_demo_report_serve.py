@@ -22,7 +22,7 @@ import pytest
 
 from contract.tables import ALL_TABLES
 from pipelines import cli
-from tests.helpers import accepts_connections, free_port, quorumlake
+from tests.helpers import accepts_connections, age_table_files, free_port, quorumlake
 
 SCENARIOS = (
     "healthy",
@@ -249,10 +249,7 @@ def test_maintenance_optimizes_every_table_and_vacuums_those_with_files_past_the
     stray_new = warehouse / "gold" / "isr_health" / stray_old.name
     for stray in (stray_old, stray_new):
         stray.write_bytes(b"PAR1 not a table's file PAR1")
-    then = time.time() - 200 * 3600
-    for path in aged.rglob("*"):
-        if "_delta_log" not in path.relative_to(aged).parts:
-            os.utime(path, (then, then))
+    age_table_files(aged, 200)
     try:
         assert cli.main(["maintenance", "--warehouse", str(warehouse)]) == 0
         out = dict(line.split(": ", 1) for line in capsys.readouterr().out.splitlines())
