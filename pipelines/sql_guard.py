@@ -161,12 +161,21 @@ class AuthConfigError(ValueError):
     pass
 
 
+# Closing a JDBC session, Hive asks for a metastore client (to drop DataNucleus's class loaders). This server has no
+# Hive metastore (its catalog is Spark's own, in memory), so creating that client fails; Hive retried it ten times,
+# two seconds apart, and every session took ~20 s to close: each beeline, each disconnect of a BI tool, holding one
+# of the server's threads meanwhile. One attempt fails at once, and the close goes on as before (Hive logs the
+# failure and continues).
+NO_METASTORE_RETRIES = {"hive.hmshandler.retry.attempts": "1", "hive.hmshandler.retry.interval": "0ms"}
+
+
 def start_thrift_server(spark, settings: dict[str, str], read_only: bool = True) -> Callable[[], None]:
     """Start Spark's Thrift JDBC/ODBC server over this session's catalog with the `hive.server2.*` `settings`
     (read-only behind the parser guard unless `read_only` is False); returns the function that stops it."""
     session, guard = read_only_session(spark) if read_only else (spark._jsparkSession, None)
     jvm = spark.sparkContext._jvm
-    for key, value in settings.items():
+    # as system properties too: the server and each session it opens build their Hive settings from them
+    for key, value in {**NO_METASTORE_RETRIES, **settings}.items():
         session.sessionState().conf().setConfString(key, value)
         jvm.java.lang.System.setProperty(key, value)
     server = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithSparkSession(session, False)

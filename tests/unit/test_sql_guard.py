@@ -12,9 +12,10 @@ from pipelines.sql_guard import (
     ReadOnlyViolation,
     check_read_only,
     is_loopback,
+    start_thrift_server,
     thrift_auth_settings,
 )
-from tests.helpers import quorumlake
+from tests.helpers import free_port, quorumlake
 
 ALLOWED = [
     "SELECT * FROM gold.v_fleet_overview",
@@ -143,3 +144,44 @@ def test_serve_refuses_a_session_it_cannot_run_a_thrift_server_in(tmp_path, how)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "serve runs Spark's Thrift server inside this process's JVM" in lines[0], result.stderr
+
+
+def test_the_thrift_server_s_sessions_close_without_retrying_a_hive_metastore_it_does_not_have(spark):
+    """Closing a JDBC session, Hive asks for a metastore client; the server has none (Spark's in-memory catalog), so
+    that fails, and Hive's default retried it ten times two seconds apart: ~20 s per closed session. The server makes
+    one attempt, and its sessions still open, answer and close."""
+    jvm = spark.sparkContext._jvm
+    system = jvm.java.lang.System
+    port = free_port()
+    settings = {
+        "hive.server2.thrift.port": str(port),
+        "hive.server2.thrift.bind.host": "127.0.0.1",
+        "hive.server2.transport.mode": "binary",
+        "hive.server2.authentication": "NONE",
+    }
+    before = {key: system.getProperty(key) for key in (*settings, "hive.hmshandler.retry.attempts")}
+    assert before["hive.hmshandler.retry.attempts"] is None  # nothing set it before the server
+    stop = start_thrift_server(spark, settings, read_only=False)  # the guard is tested above and end to end
+    try:
+        connection = jvm.java.sql.DriverManager.getConnection(f"jdbc:hive2://127.0.0.1:{port}/", "", "")
+        try:
+            result = connection.createStatement().executeQuery("SELECT 41 + 1 AS answer")
+            assert result.next() and result.getInt("answer") == 42
+        finally:
+            connection.close()
+        # what each session's Hive settings are built from (system properties over Hive's defaults)
+        conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
+        assert conf.get("hive.hmshandler.retry.attempts") == "1"
+        assert (
+            conf.getTimeVar(
+                conf.getConfVars("hive.hmshandler.retry.interval"), jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+            )
+            == 0
+        )
+    finally:
+        stop()
+        for key, value in before.items():
+            if value is None:
+                system.clearProperty(key)
+            else:
+                system.setProperty(key, value)
