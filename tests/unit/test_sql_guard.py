@@ -8,6 +8,7 @@ import os
 import pytest
 
 from pipelines.sql_guard import (
+    NO_METASTORE_RETRIES,
     AuthConfigError,
     ReadOnlyViolation,
     check_read_only,
@@ -159,7 +160,7 @@ def test_the_thrift_server_s_sessions_close_without_retrying_a_hive_metastore_it
         "hive.server2.transport.mode": "binary",
         "hive.server2.authentication": "NONE",
     }
-    before = {key: system.getProperty(key) for key in (*settings, "hive.hmshandler.retry.attempts")}
+    before = {key: system.getProperty(key) for key in (*settings, *NO_METASTORE_RETRIES)}
     assert before["hive.hmshandler.retry.attempts"] is None  # nothing set it before the server
     stop = start_thrift_server(spark, settings, read_only=False)  # the guard is tested above and end to end
     try:
