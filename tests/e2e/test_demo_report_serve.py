@@ -458,7 +458,7 @@ def test_default_serve_is_loopback_only_and_read_only(spark, fleet):
             assert not accepts_connections(own, port), f"the default server answers on {own}"
         url = f"jdbc:hive2://127.0.0.1:{port}/"
         # Reading arbitrary files through SQL fails, even when the client asks for runSQLOnFiles at connect time.
-        # Each beeline session is a JVM of its own (~10 s), so the plain URL's session goes on with reads that work.
+        # Each beeline session is a JVM of its own, so the plain URL's session goes on with reads that work.
         table_path = warehouse / "bronze" / "quorum_raw"
         file_reads = [
             "SELECT * FROM text.`/etc/hostname`",
@@ -473,7 +473,8 @@ def test_default_serve_is_loopback_only_and_read_only(spark, fleet):
             # last: the rows that follow its header are its own
             "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id",
         ]
-        # the three sessions at once (each beeline is a JVM of its own, mostly starting up)
+        # the three sessions at once (each beeline is a JVM of its own, mostly starting up; each closed its session in ~20 s
+        # until the server stopped retrying the Hive metastore it does not have: pipelines.sql_guard)
         with ThreadPoolExecutor(max_workers=3) as pool:
             sessions = [
                 pool.submit(_beeline_run, url, file_reads + reads),
