@@ -181,7 +181,8 @@ def test_the_thrift_server_s_sessions_close_without_retrying_a_hive_metastore_it
         )
     finally:
         stop()
-        for key, value in before.items():
+        for key, value in before.items():  # the suite's session and JVM as they were
+            spark.conf.unset(key)
             if value is None:
                 system.clearProperty(key)
             else:
