@@ -41,8 +41,13 @@ if [ -z "${QUORUMLAKE_NO_UV:-}" ] && { have_uv || .venv/bin/python -m pip instal
   # Without it every process compiles what it imports, each time where bytecode is not written back
   # (PYTHONDONTWRITEBYTECODE, as on CI machines): importing PySpark, pandas and Great Expectations took 9 s of CPU
   # instead of 4 in every run, test worker and Python UDF worker.
+  # PYSPARK_WHEEL: PyPI has PySpark as a source archive only (450 MB, nearly all of it jars, which are zip files
+  # already); uv builds its wheel here, and setuptools deflated every jar again (a wheel of the same size, ~10 s of one
+  # core in every new install). Stored, the build takes half the time. uv caches the built wheel under these settings:
+  # the Connect test's venv installs PySpark from that cache with the same ones (tests/e2e/test_connect.py).
+  PYSPARK_WHEEL="pyspark:--build-option=--compression=stored"
   VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python \
-    "${uv_pins[@]}" pip setuptools wheel -e ".[dev]"
+    "${uv_pins[@]}" --config-settings-package "$PYSPARK_WHEEL" pip setuptools wheel -e ".[dev]"
 else
   pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check "${pins[@]}")
   "${pip[@]}" "${tooling[@]}"

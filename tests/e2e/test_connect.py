@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -66,7 +67,11 @@ def wheel_python(checkout_wheel, tmp_path_factory) -> Path:
     python = env_dir / "bin" / "python"
     packages = [f"{wheel}[spark]", "pyspark[connect]", "-c", str(ROOT / "constraints.txt")]
     if uv.is_file():
-        install = [str(uv), "pip", "install", "--quiet", "--python", str(python), *packages]
+        # uv keys the PySpark wheel it built from PyPI's source archive by the build's settings: the install's own
+        setting = re.search(r'^\s*PYSPARK_WHEEL="([^"]+)"', (ROOT / "scripts" / "bootstrap.sh").read_text(), re.M)
+        assert setting, "scripts/bootstrap.sh no longer names PYSPARK_WHEEL"
+        install = [str(uv), "pip", "install", "--quiet", "--python", str(python), "--config-settings-package"]
+        install += [setting.group(1), *packages]
         # From uv's cache alone first (<1 s): the install of the checkout has just put every one of these packages
         # there (PyPI has PySpark as a 400 MB source archive only, kept with the wheel built from it). Online, uv
         # revalidates that archive, and where the index answers "modified" (here, every time) it downloads and
