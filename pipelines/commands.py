@@ -319,17 +319,11 @@ def serve(
     `auth` holds the Thrift server's `hive.server2.authentication*` settings (`sql_guard.thrift_auth_settings`);
     without it the server accepts anyone who can connect, so it may only bind a loopback address. With `read_only`
     (the default) every statement passes the read-only parser guard of `pipelines.sql_guard`."""
-    from pipelines.sql_guard import is_loopback, start_thrift_server
+    from pipelines.sql_guard import is_loopback, start_thrift_server, thrift_settings
 
     if auth is None and not is_loopback(host):
         raise ValueError(f"refusing to serve on {host} without authentication (loopback only)")
-    settings = {
-        "hive.server2.thrift.port": str(port),
-        "hive.server2.thrift.bind.host": host,
-        "hive.server2.transport.mode": "binary",
-        "hive.server2.authentication": "NONE",
-        **(auth or {}),
-    }
+    settings = thrift_settings(host, port, auth)
     stop = start_thrift_server(lakehouse.spark, settings, read_only)
     mode = "read-only" if read_only else "read-write"
     who = f"authentication {settings['hive.server2.authentication']}" if auth else "no authentication, loopback only"

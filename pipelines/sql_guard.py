@@ -169,6 +169,18 @@ class AuthConfigError(ValueError):
 NO_METASTORE_RETRIES = {"hive.hmshandler.retry.attempts": "1", "hive.hmshandler.retry.interval": "0ms"}
 
 
+def thrift_settings(host: str, port: int, auth: dict[str, str] | None = None) -> dict[str, str]:
+    """The Thrift server's `hive.server2.*` settings for a binary endpoint on `host:port`: without authentication
+    unless `auth` (`thrift_auth_settings`) says otherwise."""
+    return {
+        "hive.server2.thrift.port": str(port),
+        "hive.server2.thrift.bind.host": host,
+        "hive.server2.transport.mode": "binary",
+        "hive.server2.authentication": "NONE",
+        **(auth or {}),
+    }
+
+
 def start_thrift_server(spark, settings: dict[str, str], read_only: bool = True) -> Callable[[], None]:
     """Start Spark's Thrift JDBC/ODBC server over this session's catalog with the `hive.server2.*` `settings`
     (read-only behind the parser guard unless `read_only` is False); returns the function that stops it."""

@@ -15,6 +15,7 @@ from pipelines.sql_guard import (
     is_loopback,
     start_thrift_server,
     thrift_auth_settings,
+    thrift_settings,
 )
 from tests.helpers import free_port, quorumlake
 
@@ -154,12 +155,7 @@ def test_the_thrift_server_s_sessions_close_without_retrying_a_hive_metastore_it
     jvm = spark.sparkContext._jvm
     system = jvm.java.lang.System
     port = free_port()
-    settings = {
-        "hive.server2.thrift.port": str(port),
-        "hive.server2.thrift.bind.host": "127.0.0.1",
-        "hive.server2.transport.mode": "binary",
-        "hive.server2.authentication": "NONE",
-    }
+    settings = thrift_settings("127.0.0.1", port)  # what `quorumlake serve` starts it with on loopback
     before = {key: system.getProperty(key) for key in (*settings, *NO_METASTORE_RETRIES)}
     assert before["hive.hmshandler.retry.attempts"] is None  # nothing set it before the server
     stop = start_thrift_server(spark, settings, read_only=False)  # the guard is tested above and end to end
