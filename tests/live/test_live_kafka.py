@@ -7,23 +7,37 @@ phase's state, `quorumlake collect` polls it and the real `kafka-metadata-quorum
 `kafka-topics` report listings (`--at-min-isr-partitions`, ...) are kept beside it as the expected counts. A second
 "cluster" that nothing answers for is collected too: its error records must end in quarantine with their reasons.
 
-The pipeline runs once through the CLI (`quorumlake run`, a subprocess) and gold is read with `quorumlake sql
---format json`: only the command line, no internal Python API. Gold must agree with what Kafka's tools printed.
+The pipeline runs once through the CLI (`quorumlake run`, a subprocess, with the JVM options the README gives for
+small runs) and its tables are read back by an independent Delta reader (delta-rs, as another engine or a BI tool's
+connector reads them): no internal Python API. Gold must agree with what Kafka's tools printed. (The tables were read
+with `quorumlake sql --format json`, a second cold JVM, ~20 s of this test for seven small tables; that command and its
+JSON are tested in tests/e2e/test_gold_e2e.py.)
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
+from contract.tables import (
+    GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_ISR_HEALTH,
+    GOLD_METADATA_OFFSET_DIVERGENCE,
+    GOLD_QUORUM_STATUS,
+    GOLD_REPLICA_LAG_SLI,
+    SILVER_QUARANTINE,
+    SILVER_QUORUM_SNAPSHOTS,
+)
+from pipelines.session import SMALL_RUN_JAVA_OPTIONS
+from tests import read_back
 from tests.helpers import free_port
 from tests.live.kafka_cluster import METADATA_QUORUM, TOPICS, KafkaCluster, fetch
 
@@ -369,38 +383,26 @@ def quorumlake(*args: str, timeout_s: float = 1800) -> str:
 
 
 TABLES = [
-    "gold.quorum_status",
-    "gold.isr_health",
-    "gold.at_min_isr_episodes",
-    "gold.metadata_offset_divergence",
-    "gold.replica_lag_sli",
-    "silver.quarantine",
-    "silver.quorum_snapshots",
+    GOLD_QUORUM_STATUS,
+    GOLD_ISR_HEALTH,
+    GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_METADATA_OFFSET_DIVERGENCE,
+    GOLD_REPLICA_LAG_SLI,
+    SILVER_QUARANTINE,
+    SILVER_QUORUM_SNAPSHOTS,
 ]
 
 
 def read_lakehouse(warehouse: Path) -> dict[str, list[dict]]:
-    """Every table the test checks, with one `quorumlake sql` (one Spark start)."""
-    # to_json leaves NULL fields out unless told otherwise
-    query = " UNION ALL ".join(
-        f"SELECT '{t}' AS t, to_json(struct(*), map('ignoreNullFields', 'false')) AS j FROM {t}" for t in TABLES
-    )
-    out = quorumlake(
-        "sql", query, "--warehouse", str(warehouse), "--format", "json", "--limit", "1000000", timeout_s=900
-    )
-    tables: dict[str, list[dict]] = {t: [] for t in TABLES}
-    for line in out.splitlines():
-        row = json.loads(line)
-        tables[row["t"]].append(json.loads(row["j"]))
-    return tables
+    """Every table the test checks, as rows of {column: value}, read by delta-rs (timestamps naive UTC)."""
+    return {spec.name: read_back.rows(read_back.table_path(warehouse, spec)) for spec in TABLES}
 
 
-def ms(timestamp: str | None) -> int | None:
+def ms(timestamp: datetime | None) -> int | None:
+    """Epoch milliseconds of a timestamp as read back (naive UTC)."""
     if timestamp is None:
         return None
-    from datetime import datetime
-
-    return round(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+    return round(timestamp.replace(tzinfo=timezone.utc).timestamp() * 1000)
 
 
 # --- the test --------------------------------------------------------------------------------------------------
@@ -519,7 +521,15 @@ def live(cluster, tmp_path_factory) -> Live:
 
     warehouse = tmp_path / "warehouse"
     run_started = time.monotonic()
-    summary = quorumlake("run", "--landing", str(s.landing), "--warehouse", str(warehouse))
+    summary = quorumlake(
+        "run",
+        "--landing",
+        str(s.landing),
+        "--warehouse",
+        str(warehouse),
+        "--set",
+        f"java_options={SMALL_RUN_JAVA_OPTIONS}",
+    )
     log(f"quorumlake run took {time.monotonic() - run_started:.0f}s:\n{summary}")
     tables = read_lakehouse(warehouse)
     log(
