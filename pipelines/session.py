@@ -419,34 +419,6 @@ _kept: dict[int, DataFrame] = {}
 _checkpoints: dict[int, DataFrame] = {}
 
 
-def connect_server_command(config: Config, port: int, app_name: str = "quorumlake-connect") -> list[str]:
-    """The command that starts a local Spark Connect server with Delta on `port` (127.0.0.1): PySpark's own
-    `spark-submit` running Spark's `SparkConnectServer` (its jar ships in PySpark's `jars/`), with exactly the
-    settings a local classic session gets (Delta's jars as resolved and remembered, its SQL extension and catalog,
-    the class archive, time zone, shuffle partitions). The server's Python workers (UDFs) must run an interpreter
-    with quorumlake's dependencies: give the server PYSPARK_PYTHON (and PYTHONPATH) in its environment."""
-    import pyspark
-
-    settings = dict(_local_builder(config, app_name)._options)  # the builder's settings, never started here
-    master = settings.pop("spark.master", config.spark_master)
-    settings.pop("spark.app.name", None)
-    settings["spark.connect.grpc.binding.address"] = "127.0.0.1"
-    settings["spark.connect.grpc.binding.port"] = str(port)
-    spark_submit = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit")
-    command = [
-        spark_submit,
-        "--master",
-        master,
-        "--name",
-        app_name,
-        "--class",
-        "org.apache.spark.sql.connect.service.SparkConnectServer",
-    ]
-    for key, value in sorted(settings.items()):
-        command += ["--conf", f"{key}={value}"]
-    return command
-
-
 if __name__ == "__main__":  # `python -m pipelines.session [WAREHOUSE]`: what scripts/bootstrap.sh runs after install
     import tempfile
 

@@ -79,6 +79,6 @@ _ENGINE_SETTINGS = (
 
 
 # The settings of a small run's engine, for a session known to serve small runs only (`tune_for` sets them per run
-# on a local session; a server started for tiny data, such as the test suite's Spark Connect server, is started with
+# on a local session; a server for tiny data, such as the test suite's Spark Connect server, starts its sessions with
 # them).
 INTERPRETED_ENGINE = {key: interpreted for key, interpreted, _ in _ENGINE_SETTINGS}

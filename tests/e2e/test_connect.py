@@ -1,23 +1,21 @@
 """The whole pipeline through Spark Connect, a local stand-in for Databricks serverless, run by the wheel the
 Databricks jobs install: the wheel is built from the checkout and installed in a clean venv; a Spark Connect server with
-Delta (started here from PySpark's own spark-submit, with the jars and settings of a local session, its Python workers
-running that venv) runs `quorumlake run` sent from a client process of that venv, and the tables it writes hold exactly
-what the classic in-process session writes from the same landing zone. The client takes the Databricks code path
-(DATABRICKS_RUNTIME_VERSION set, the session handed over by SparkSession.builder), with every access to `sparkContext`
-and every file-descriptor redirection counted by the process itself. (The wheel once ran the pipeline on a local
-session of its own: a cold JVM, ~110 s of the suite, for what this run through the module's server proves as well.)"""
+Delta (Spark's own Connect service, started in this process's JVM on the suite's SparkContext) runs `quorumlake run`
+sent from a client process of that venv, and the tables it writes hold exactly what the classic in-process session
+writes from the same landing zone. The client takes the Databricks code path (DATABRICKS_RUNTIME_VERSION set, the
+session handed over by SparkSession.builder), with every access to `sparkContext` and every file-descriptor
+redirection counted by the process itself, and imports every module of the wheel from its venv. (The wheel once ran
+the pipeline on a local session of its own, and the server was a `spark-submit` JVM of its own: cold JVMs, ~110 s and
+~60 s of the suite, for what this run through a server in the suite's warm JVM proves as well.)"""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 import venv
 import zipfile
 from datetime import datetime, timezone
@@ -27,14 +25,11 @@ import pytest
 
 import pipelines
 from contract.tables import ALL_TABLES, LAYERS, PIPELINE_RUNS
-from pipelines.config import Config
-from pipelines.session import SMALL_RUN_JAVA_OPTIONS, connect_server_command
 from pipelines.storage import INTERPRETED_ENGINE
 from tests import read_back
 from tests.helpers import accepts_connections, free_port
 
 ROOT = Path(pipelines.__file__).resolve().parent.parent  # the checkout under test
-START_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 1800
 
 
@@ -96,61 +91,41 @@ def test_the_wheel_installs_the_databricks_jobs_entry_points(wheel_python):
 
 
 @pytest.fixture(scope="module")
-def connect_url(wheel_python, tmp_path_factory):
-    """A local Spark Connect server with Delta, for this module, whose Python workers (UDFs) run the wheel's venv;
-    stopped with every process it started."""
-    root = tmp_path_factory.mktemp("connect-server")
+def connect_url(spark):
+    """A Spark Connect server with Delta for this module, started in this process's JVM (Spark's own
+    `SparkConnectService` on the suite's SparkContext): each client session is a new session of that context, with
+    its jars, Delta's extension and catalog, and the engine a local run picks for tiny data. A server of its own (a
+    `spark-submit` JVM) cost ~60 s of the suite, most of it a cold JVM's start and warm-up; the server's Python
+    workers (the parsers' UDFs, pickled by reference to their modules) run this process's interpreter, and the
+    client checks that every module of the wheel imports from the wheel's venv. Stopped with the module, which
+    leaves the SparkContext running."""
+    jvm = spark.sparkContext._jvm
+    context = spark.sparkContext._jsc.sc()
+    conf = context.conf()  # the running context's own settings, which every new session (each client's) starts from
     port = free_port()
-    config = Config(
-        warehouse=str(root / "warehouse"),
-        spark_master="local[2]",
-        shuffle_partitions=2,
-        java_options=SMALL_RUN_JAVA_OPTIONS,  # the suite's tiny data, as in its own session
-    )
-    log_path = root / "server.log"
-    # The Databricks path never tunes the engine (a Databricks session is not ours to tune), so the server starts with
-    # the engine a local run picks for tiny data (Spark's whole-stage code generation and adaptive execution cost
-    # every one of a run's small queries: the Databricks-path run 74 s -> 48 s on this server)
-    command = connect_server_command(config, port)
-    for key, value in INTERPRETED_ENGINE.items():
-        command[1:1] = ["--conf", f"{key}={value}"]
-    for key in ("spark.pyspark.python", "spark.pyspark.driver.python"):
-        command[1:1] = ["--conf", f"{key}={wheel_python}"]
-    with open(log_path, "wb") as log:
-        # its own process group: the JVM and the Python workers it forks are stopped together
-        server = subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=_env(wheel_python),
-            cwd=root,
-            start_new_session=True,
-        )
+    # The Databricks path never tunes the engine (a Databricks session is not ours to tune), so the server's sessions
+    # start with the engine a local run picks for tiny data (Spark's whole-stage code generation and adaptive execution
+    # cost every one of a run's small queries: the Databricks-path run 74 s -> 48 s on a server of its own)
+    settings = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        **INTERPRETED_ENGINE,
+    }
+    before = {key: conf.get(key) if conf.contains(key) else None for key in settings}
+    for key, value in settings.items():
+        conf.set(key, value)
+    service = jvm.org.apache.spark.sql.connect.service.SparkConnectService
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not accepts_connections("127.0.0.1", port):
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(
-                    f"Spark Connect server did not start (exit {server.poll()}):\n"
-                    f"{log_path.read_text(errors='replace')[-4000:]}"
-                )
-            time.sleep(1)
+        service.start(context)
+        assert accepts_connections("127.0.0.1", port)
         yield f"sc://127.0.0.1:{port}"
     finally:
-        _stop(server)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM to the server's process group, SIGKILL if it has not ended within a minute, then SIGKILL to whatever
-    the group still holds (Python workers forked by a JVM that was killed hard)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=60)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
+        service.stop(jvm.scala.Option.empty(), jvm.scala.Option.empty())
+        for key, value in before.items():
+            if value is None:
+                conf.remove(key)
+            else:
+                conf.set(key, value)
 
 
 @pytest.fixture(scope="module")
@@ -248,6 +223,16 @@ counts["jvm_started"] = SparkContext._gateway is not None
 from pyspark.sql import SparkSession
 session = SparkSession.getActiveSession()
 counts["session"] = type(session).__module__ + "." + type(session).__name__
+if os.environ.get("QUORUMLAKE_TEST_IMPORT_ALL"):
+    # every module of the installed distribution, and where it was imported from (the server's Python workers import
+    # the UDFs' modules of the suite's interpreter: this is where the wheel's own are proven whole)
+    import importlib, importlib.metadata
+    names = sorted(
+        str(f)[: -len(".py")].replace("/", ".").removesuffix(".__init__")
+        for f in importlib.metadata.files("quorumlake")
+        if str(f).endswith(".py") and not str(f).endswith("__main__.py")
+    )
+    counts["imported"] = {name: os.path.abspath(importlib.import_module(name).__file__) for name in names}
 print("CLIENT " + json.dumps(counts), flush=True)
 sys.exit(code)
 """
@@ -265,7 +250,9 @@ def databricks_run(zone, connect_url, wheel_python, tmp_path_factory) -> tuple[P
     where sparkContext and caching are absent. Returns its warehouse and what the client counted."""
     root = tmp_path_factory.mktemp("connect-databricks")
     warehouse = root / "wh"
-    env = _env(wheel_python, DATABRICKS_RUNTIME_VERSION="client.5.0", SPARK_REMOTE=connect_url)
+    env = _env(
+        wheel_python, DATABRICKS_RUNTIME_VERSION="client.5.0", SPARK_REMOTE=connect_url, QUORUMLAKE_TEST_IMPORT_ALL="1"
+    )
     done = _run_client(["run", "--landing", str(zone), "--warehouse", str(warehouse)], env, root)
     assert "silver.quorum_snapshots" in done.stdout  # the run's summary
     return warehouse, _report(done)
@@ -275,8 +262,11 @@ def test_the_databricks_path_writes_the_classic_tables_and_never_touches_spark_c
     spark, classic, databricks_run, wheel_python
 ):
     warehouse, report = databricks_run
-    # the client ran the installed wheel, not the checkout
+    # the client ran the installed wheel, not the checkout, and every module of the wheel imports from it
     assert Path(report["pipelines"]).is_relative_to(wheel_python.parent.parent), report["pipelines"]
+    imported = report["imported"]
+    assert {"silver.quorum", "silver.metrics", "bronze.raw", "tools.simulator.fleet"} <= set(imported)
+    assert all(Path(where).is_relative_to(wheel_python.parent.parent) for where in imported.values()), imported
     assert report["session"] == "pyspark.sql.connect.session.SparkSession"
     assert report["sparkContext"] == 0, "the Databricks path asked a session for its sparkContext"
     assert report["dup2"] == 0, "the Databricks path redirected file descriptors"
