@@ -54,9 +54,17 @@ class GxValidator:
         self._gx = gx
         self._context = gx.get_context(mode="ephemeral")
         self._context.variables.progress_bars = ProgressBarsConfig(globally=False)
-        # persist=False: GX would otherwise cache every batch (and caching is restricted on serverless).
-        self._source = self._context.data_sources.add_or_update_spark(name="quorumlake", persist=False)
+        self._spark_source: Any = None
         self._definitions: dict[str, Any] = {}
+
+    @property
+    def _source(self) -> Any:
+        """GX's Spark datasource, added at the first validation: adding it asks Spark for a session (GX tests its
+        connection), which a validator made before any DataFrame exists would start."""
+        if self._spark_source is None:
+            # persist=False: GX would otherwise cache every batch (and caching is restricted on serverless).
+            self._spark_source = self._context.data_sources.add_or_update_spark(name="quorumlake", persist=False)
+        return self._spark_source
 
     def validate(self, df: DataFrame, suite: Suite, params: dict[str, Any]) -> list[RuleOutcome]:
         definition = self._definition(suite, params)
