@@ -7,17 +7,16 @@ install:
 demo: install
 	.venv/bin/quorumlake demo
 
-# Lint, then every test; the live Kafka test runs after the rest (-s: its log names the Kafka version). pytest's
-# exit code 5 (no test collected) fails the target like any other non-zero code. The rest runs on one worker per
-# core (TEST_WORKERS=0: all in this one process), each test file whole on one worker so that a module's shared warehouse,
-# demo fleet or Spark Connect server is built once, and in the order tests/conftest.py gives (slowest files first:
-# --no-loadscope-reorder, or pytest-xdist hands out the files with the most tests first); the 15 slowest tests are
-# listed at the end.
+# Lint, then every test, on one worker per core (TEST_WORKERS=0: all in this one process), each test file whole on one
+# worker so that a module's shared warehouse, demo fleet or Spark Connect server is built once, and in the order
+# tests/conftest.py gives (slowest files first, the live Kafka test before them: --no-loadscope-reorder, or
+# pytest-xdist hands out the files with the most tests first); the 15 slowest tests are listed at the end, and the live
+# Kafka test's log (the Kafka version it ran) after them. pytest's exit code 5 (no test collected) fails the target
+# like any other non-zero code.
 TEST_WORKERS ?= auto
 test: install lint
 	bash scripts/install-browser.sh
-	.venv/bin/python -m pytest -m "not live_kafka" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
-	.venv/bin/python -m pytest -m live_kafka -s tests/live
+	.venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 live: install
 	.venv/bin/python -m pytest -m live_kafka -s tests/live

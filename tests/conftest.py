@@ -142,6 +142,9 @@ def landing_run(spark, tmp_path_factory) -> tuple[Path, Path]:
 # for ~2 minutes at the end), and the longest going last would leave one worker alone for minutes (longest-first
 # packing). Files not listed keep their order after these.
 SLOWEST_FIRST = (  # the suite profiled on 2026-11-28 (`--durations=0`, two workers, two runs)
+    # first, on a worker of its own: the live Kafka test's cluster and phases (~45 s) leave the cores mostly idle beside
+    # the other worker's first file; its pipeline run then starts the worker's session, which the next files reuse
+    "tests/live/test_live_kafka.py",  # ~90-100 s
     "tests/e2e/test_demo_report_serve.py",  # ~230 s
     "tests/e2e/test_crash.py",  # ~190-260 s
     "tests/e2e/test_connect.py",  # ~150-195 s
@@ -166,3 +169,22 @@ def pytest_collection_modifyitems(session, config, items):
         return rank.get(path, len(rank))
 
     items.sort(key=file_rank)  # stable: tests keep their order within a file, and the other files theirs
+
+
+# The live Kafka test's progress lines (the Kafka version, each phase, the run), captured on its worker, repeated at the
+# end of the session's report (`make live` runs it with -s instead, where they print as they come).
+_LIVE_LOG: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.nodeid.startswith("tests/live/") and report.when == "setup":
+        for name, text in report.sections:
+            if name.startswith("Captured stdout"):
+                _LIVE_LOG.extend(line for line in text.splitlines() if line.startswith("[live-kafka"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _LIVE_LOG:
+        terminalreporter.section("the live Kafka test")
+        for line in _LIVE_LOG:
+            terminalreporter.write_line(line)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from contract.tables import ALL_TABLES, BRONZE_SOURCES, PIPELINE_RUNS, SILVER_DQ_VALIDATIONS
 from pipelines import cli, faults
+from pipelines.session import SMALL_RUN_JAVA_OPTIONS
 from tests import read_back
 
 # In the order a run reaches them (bronze inserts its sources in name order; silver reads quorum, partitions, metrics).
@@ -48,7 +49,7 @@ COMPARED = [spec for spec in ALL_TABLES if spec not in (SILVER_DQ_VALIDATIONS, P
 
 
 def quorumlake_run(landing: Path, warehouse: Path, *extra: str) -> int:
-    """`quorumlake run` in a process of its own (the harness kills it)."""
+    """`quorumlake run` in a process of its own (the harness kills it), with the JVM options of a small run."""
     done = subprocess.run(
         [
             sys.executable,
@@ -59,6 +60,8 @@ def quorumlake_run(landing: Path, warehouse: Path, *extra: str) -> int:
             str(landing),
             "--warehouse",
             str(warehouse),
+            "--set",
+            f"java_options={SMALL_RUN_JAVA_OPTIONS}",
             *extra,
         ],
         capture_output=True,

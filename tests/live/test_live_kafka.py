@@ -7,15 +7,19 @@ phase's state, `quorumlake collect` polls it and the real `kafka-metadata-quorum
 `kafka-topics` report listings (`--at-min-isr-partitions`, ...) are kept beside it as the expected counts. A second
 "cluster" that nothing answers for is collected too: its error records must end in quarantine with their reasons.
 
-The pipeline runs once through the CLI (`quorumlake run`, a subprocess, with the JVM options the README gives for
-small runs) and its tables are read back by an independent Delta reader (delta-rs, as another engine or a BI tool's
-connector reads them): no internal Python API. Gold must agree with what Kafka's tools printed. (The tables were read
-with `quorumlake sql --format json`, a second cold JVM, ~20 s of this test for seven small tables; that command and its
+The pipeline runs once through its command line (`quorumlake run`, in the test process: `make test` runs this file
+first on one of its workers, whose Spark session the run starts and every later file there reuses warm, while the
+Kafka phases, which leave the cores mostly idle, run beside the other worker's first file) and its tables are read
+back by an independent Delta reader (delta-rs, as another engine or a BI tool's connector reads them): no internal
+Python API. Gold must agree with what Kafka's tools printed. (The run was a `quorumlake run` process of its own and
+the tables were read with `quorumlake sql`: two cold JVMs, ~65 s after the rest of the suite; that command and its
 JSON are tested in tests/e2e/test_gold_e2e.py.)
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -36,7 +40,7 @@ from contract.tables import (
     SILVER_QUARANTINE,
     SILVER_QUORUM_SNAPSHOTS,
 )
-from pipelines.session import SMALL_RUN_JAVA_OPTIONS
+from pipelines import cli
 from tests import read_back
 from tests.helpers import free_port
 from tests.live.kafka_cluster import METADATA_QUORUM, TOPICS, KafkaCluster, fetch
@@ -376,12 +380,6 @@ class Scenario:
 # --- the pipeline, through its command line only --------------------------------------------------------------
 
 
-def quorumlake(*args: str, timeout_s: float = 1800) -> str:
-    result = subprocess.run([str(BIN / "quorumlake"), *args], capture_output=True, text=True, timeout=timeout_s)
-    assert result.returncode == 0, f"quorumlake {args[0]} failed:\n{result.stderr[-3000:]}"
-    return result.stdout
-
-
 TABLES = [
     GOLD_QUORUM_STATUS,
     GOLD_ISR_HEALTH,
@@ -433,7 +431,7 @@ class Live:
 
 
 @pytest.fixture(scope="module")
-def live(cluster, tmp_path_factory) -> Live:
+def live(cluster, tmp_path_factory, request) -> Live:
     """Drive the cluster through the phases, run the pipeline once, read gold once; the tests below check it."""
     tmp_path = tmp_path_factory.mktemp("live")
     started = time.monotonic()
@@ -521,16 +519,12 @@ def live(cluster, tmp_path_factory) -> Live:
 
     warehouse = tmp_path / "warehouse"
     run_started = time.monotonic()
-    summary = quorumlake(
-        "run",
-        "--landing",
-        str(s.landing),
-        "--warehouse",
-        str(warehouse),
-        "--set",
-        f"java_options={SMALL_RUN_JAVA_OPTIONS}",
-    )
-    log(f"quorumlake run took {time.monotonic() - run_started:.0f}s:\n{summary}")
+    request.getfixturevalue("spark")  # the suite's session, started only now that the cluster is gone
+    summary = io.StringIO()
+    with contextlib.redirect_stdout(summary):
+        code = cli.main(["run", "--landing", str(s.landing), "--warehouse", str(warehouse)])
+    assert code == 0, f"quorumlake run exited {code}:\n{summary.getvalue()[-3000:]}"
+    log(f"quorumlake run took {time.monotonic() - run_started:.0f}s:\n{summary.getvalue()}")
     tables = read_lakehouse(warehouse)
     log(
         f"Apache Kafka {version}: phases, pipeline and queries took {time.monotonic() - started:.0f}s "
