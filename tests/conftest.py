@@ -141,23 +141,23 @@ def landing_run(spark, tmp_path_factory) -> tuple[Path, Path]:
 # files with the most tests first, which put the unit files first and the crash chain last, one worker running it alone
 # for ~2 minutes at the end), and the longest going last would leave one worker alone for minutes (longest-first
 # packing). Files not listed keep their order after these.
-SLOWEST_FIRST = (  # the suite profiled on 2026-11-28 (`--durations=0`, two workers, two runs)
+SLOWEST_FIRST = (  # the suite profiled on 2026-11-28 (`--durations=0`, two workers; seconds of each file on its worker)
     # first, on a worker of its own: the live Kafka test's cluster and phases (~45 s) leave the cores mostly idle beside
     # the other worker's first file; its pipeline run then starts the worker's session, which the next files reuse
-    "tests/live/test_live_kafka.py",  # ~90-100 s
+    "tests/live/test_live_kafka.py",  # ~150 s
     "tests/e2e/test_demo_report_serve.py",  # ~230 s
-    "tests/e2e/test_crash.py",  # ~190-260 s
-    "tests/e2e/test_connect.py",  # ~150-195 s
-    "tests/e2e/test_recovery.py",  # ~165-195 s
-    "tests/e2e/test_hostile.py",  # ~115-120 s
-    "tests/unit/test_storage.py",  # ~110 s
-    "tests/e2e/test_gold_e2e.py",  # ~70-90 s
-    "tests/unit/test_bronze_raw.py",  # ~65-75 s
-    "tests/unit/test_expectations.py",  # ~55-65 s
-    "tests/e2e/test_bronze_e2e.py",  # ~60 s
-    "tests/e2e/test_silver_e2e.py",  # ~45-65 s
-    "tests/unit/test_silver_quorum.py",  # ~20 s
-    "tests/unit/test_silver_hostile.py",  # ~20 s
+    "tests/e2e/test_crash.py",  # ~280 s (warm: after the live test)
+    "tests/e2e/test_connect.py",  # ~50 s
+    "tests/e2e/test_recovery.py",  # ~170 s
+    "tests/e2e/test_hostile.py",  # ~60 s
+    "tests/unit/test_storage.py",  # ~80 s
+    "tests/e2e/test_gold_e2e.py",  # ~55 s
+    "tests/unit/test_bronze_raw.py",  # ~35 s
+    "tests/unit/test_expectations.py",  # ~10 s
+    "tests/e2e/test_bronze_e2e.py",  # ~40 s
+    "tests/e2e/test_silver_e2e.py",  # ~40 s
+    "tests/unit/test_silver_quorum.py",  # ~15 s
+    "tests/unit/test_silver_hostile.py",  # ~15 s
 )
 
 
