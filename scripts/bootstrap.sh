@@ -14,8 +14,13 @@ if sys.version_info < (3, 10):
 PY
 command -v java >/dev/null || { echo "quorumlake needs Java 17 (java not found on PATH)" >&2; exit 1; }
 if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
+  # without pip: uv installs it with everything else (the venv's own, by ensurepip, took ~4.5 s of one core); where uv
+  # cannot be installed, venv_pip adds it
+  "$PYTHON" -m venv --without-pip .venv
 fi
+venv_pip() {
+  .venv/bin/python -m pip --version >/dev/null 2>&1 || .venv/bin/python -m ensurepip --upgrade --default-pip >/dev/null
+}
 if [ "${1:-}" = "--unpinned" ]; then
   pins=()
   tooling=(--upgrade pip setuptools wheel)
@@ -30,8 +35,12 @@ fi
 # PySpark's 400 MB); pip does it where uv cannot be installed.
 UV_VERSION=0.13.9
 have_uv() { [ "$(.venv/bin/uv --version 2>/dev/null | cut -d' ' -f2)" = "$UV_VERSION" ]; }
-if [ -z "${QUORUMLAKE_NO_UV:-}" ] && { have_uv || .venv/bin/python -m pip install --quiet --disable-pip-version-check \
-  "uv==$UV_VERSION" 2>/dev/null; }; then
+# into the venv by this Python's own pip (`--python`, pip >= 22.3), else by the venv's
+install_uv() {
+  "$PYTHON" -m pip --python .venv/bin/python install --quiet --disable-pip-version-check "uv==$UV_VERSION" 2>/dev/null \
+    || { venv_pip && .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION" 2>/dev/null; }
+}
+if [ -z "${QUORUMLAKE_NO_UV:-}" ] && { have_uv || install_uv; }; then
   if [ "${1:-}" = "--unpinned" ]; then
     uv_pins=(--upgrade)
   else
@@ -49,6 +58,7 @@ if [ -z "${QUORUMLAKE_NO_UV:-}" ] && { have_uv || .venv/bin/python -m pip instal
   VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python \
     "${uv_pins[@]}" --config-settings-package "$PYSPARK_WHEEL" pip setuptools wheel -e ".[dev]"
 else
+  venv_pip
   pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check "${pins[@]}")
   "${pip[@]}" "${tooling[@]}"
   # setuptools says, as information only, that an editable install should not be shadowed by same-named folders
