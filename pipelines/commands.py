@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -310,11 +311,12 @@ def serve(
     port: int,
     progress: Progress,
     ready: Callable[[], None] | None = None,
-    stop_after_s: float | None = None,
+    until: threading.Event | None = None,
     auth: dict[str, str] | None = None,
     read_only: bool = True,
 ) -> None:
-    """Spark's Thrift JDBC/ODBC server on `host:port` over this session's catalog (bronze/silver/gold).
+    """Spark's Thrift JDBC/ODBC server on `host:port` over this session's catalog (bronze/silver/gold), until `until`
+    is set (None: until interrupted); `ready` is called once it accepts connections.
 
     `auth` holds the Thrift server's `hive.server2.authentication*` settings (`sql_guard.thrift_auth_settings`);
     without it the server accepts anyone who can connect, so it may only bind a loopback address. With `read_only`
@@ -333,10 +335,10 @@ def serve(
     )
     if ready:
         ready()
-    started = time.monotonic()
+    waiting = until or threading.Event()  # never set: until interrupted (Ctrl-C between two waits)
     try:
-        while stop_after_s is None or time.monotonic() - started < stop_after_s:
-            time.sleep(0.5)
+        while not waiting.wait(0.5):
+            pass
     finally:
         stop()
 

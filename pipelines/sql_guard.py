@@ -186,14 +186,29 @@ def start_thrift_server(spark, settings: dict[str, str], read_only: bool = True)
     (read-only behind the parser guard unless `read_only` is False); returns the function that stops it."""
     session, guard = read_only_session(spark) if read_only else (spark._jsparkSession, None)
     jvm = spark.sparkContext._jvm
+    system = jvm.java.lang.System
+    ours = {**NO_METASTORE_RETRIES, **settings}
+    conf = session.sessionState().conf()
+    before = {key: (system.getProperty(key), conf.getConfString(key, None)) for key in ours}
     # as system properties too: the server and each session it opens build their Hive settings from them
-    for key, value in {**NO_METASTORE_RETRIES, **settings}.items():
-        session.sessionState().conf().setConfString(key, value)
-        jvm.java.lang.System.setProperty(key, value)
+    for key, value in ours.items():
+        conf.setConfString(key, value)
+        system.setProperty(key, value)
     server = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithSparkSession(session, False)
 
     def stop(_guard=guard) -> None:  # holds the guard (a Py4J callback the JVM calls) as long as the server runs
+        """Stop the server, and put back the system properties and session settings it was started with (a process
+        that goes on, a notebook or a test, keeps none of its address or authentication)."""
         server.stop()
+        for key, (property_, setting) in before.items():
+            if property_ is None:
+                system.clearProperty(key)
+            else:
+                system.setProperty(key, property_)
+            if setting is None:
+                conf.unsetConf(key)
+            else:
+                conf.setConfString(key, setting)
 
     return stop
 

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +23,9 @@ import pytest
 
 from contract.tables import ALL_TABLES
 from pipelines import cli
+from pipelines.commands import open_lakehouse, serve
+from pipelines.config import Config
+from pipelines.sql_guard import thrift_auth_settings
 from tests.helpers import accepts_connections, age_table_files, free_port, quorumlake
 
 SCENARIOS = (
@@ -515,16 +519,28 @@ def test_non_loopback_serve_needs_authentication_and_refuses_unauthenticated_cli
         pytest.skip("this machine has no non-loopback IPv4 address")
     refused = quorumlake("serve", "--host", own, "--warehouse", str(warehouse))
     assert refused.returncode == 2 and "without authentication" in refused.stderr
-    # LDAP against a directory that is not there: nobody can log in, so nobody gets data
+    # LDAP against a directory that is not there: nobody can log in, so nobody gets data. Served from this process (a
+    # `quorumlake serve` of its own is the test above): what `serve` runs with that --auth-config, on the suite's
+    # session, writable (the read-only guard would stay in that session's extensions; the test above has it).
     closed = free_port()
     auth = tmp_path / "auth.toml"
     auth.write_text(
         f'[auth]\nmode = "LDAP"\nldap_url = "ldap://127.0.0.1:{closed}"\nldap_base_dn = "ou=people,dc=example,dc=com"\n'
     )
     port = free_port()
-    server = Server(warehouse, port, "--host", own, "--auth-config", str(auth))
+    said: list[str] = []
+    ready, until = threading.Event(), threading.Event()
+    lakehouse = open_lakehouse(Config(warehouse=str(warehouse)))
+    server = threading.Thread(
+        target=serve,
+        args=(lakehouse, own, port, said.append),
+        kwargs={"ready": ready.set, "until": until, "auth": thrift_auth_settings(auth), "read_only": False},
+        daemon=True,
+    )
+    server.start()
     try:
-        server.wait(own)
+        assert ready.wait(120), "the server did not start"
+        assert f"jdbc:hive2://{own}:{port}/" in said[0] and "authentication LDAP" in said[0], said
         assert not accepts_connections("127.0.0.1", port)
         url = f"jdbc:hive2://{own}:{port}/"
         for credentials in ([], ["-n", "mallory", "-p", "guess"]):
@@ -532,4 +548,8 @@ def test_non_loopback_serve_needs_authentication_and_refuses_unauthenticated_cli
             assert "n\n" not in result.stdout.replace("\r", ""), result.stdout
             assert "Error" in result.stderr or "error" in result.stderr.lower(), result.stdout + result.stderr
     finally:
-        server.stop()
+        until.set()
+        server.join(60)
+    assert not server.is_alive() and not accepts_connections(own, port)
+    # and the suite's JVM keeps none of its settings
+    assert spark.sparkContext._jvm.java.lang.System.getProperty("hive.server2.authentication") is None

@@ -151,7 +151,8 @@ def test_serve_refuses_a_session_it_cannot_run_a_thrift_server_in(tmp_path, how)
 def test_the_thrift_server_s_sessions_close_without_retrying_a_hive_metastore_it_does_not_have(spark):
     """Closing a JDBC session, Hive asks for a metastore client; the server has none (Spark's in-memory catalog), so
     that fails, and Hive's default retried it ten times two seconds apart: ~20 s per closed session. The server makes
-    one attempt, and its sessions still open, answer and close."""
+    one attempt, and its sessions still open, answer and close. Stopped, it puts back the system properties and session
+    settings it was started with."""
     jvm = spark.sparkContext._jvm
     system = jvm.java.lang.System
     port = free_port()
@@ -175,11 +176,9 @@ def test_the_thrift_server_s_sessions_close_without_retrying_a_hive_metastore_it
             )
             == 0
         )
+        assert spark.conf.get("hive.server2.thrift.port") == str(port)
     finally:
         stop()
-        for key, value in before.items():  # the suite's session and JVM as they were
-            spark.conf.unset(key)
-            if value is None:
-                system.clearProperty(key)
-            else:
-                system.setProperty(key, value)
+    # stopped, the server leaves the suite's session and JVM as they were
+    assert {key: system.getProperty(key) for key in before} == before
+    assert all(spark.conf.get(key, None) is None for key in before)
