@@ -5,7 +5,8 @@ start-up is in each of them alike:
 - `floor_s`: one Spark + Delta process that reads the landing zone once with explicit schemas and writes the raw
   records and the exploded replica rows as two Delta tables, nothing else (`python -m pipelines.bench floor`);
 - `backfill_s` (per layer from the run's own timings, and in total) from an empty warehouse, over the floor;
-- `noop_s`: a run with nothing new, over `startup_s` (start Spark + Delta and read one table);
+- `noop_s`: a run with nothing new, over `startup_s` (start Spark + Delta and read one table); the medians of
+  NOOP_PAIRS alternating pairs, each sample in `noop_samples_s`;
 - `incremental_after_history_over_empty`: the same batch of new files (1 % of the size) into a warehouse holding
   `history` times that batch, over the same batch into an empty warehouse (the runs' own seconds, so start-up is
   not counted twice; the medians of INCREMENTAL_PAIRS alternating pairs, each sample in `incremental_samples_s`);
@@ -49,6 +50,7 @@ _BASE = FleetSpec(
 SIZES = {"small": (4, 100_000), "medium": (8, 1_000_000), "large": (16, 10_000_000)}
 MARKER = ".quorumlake-bench"
 INCREMENTAL_PAIRS = 3  # alternating pairs of runs behind incremental_after_history_over_empty
+NOOP_PAIRS = 3  # alternating pairs of processes behind noop_over_startup
 
 
 def fleet_for(size: str, fraction: float = 1.0, start_ms: int | None = None) -> FleetSpec:
@@ -87,11 +89,21 @@ def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
     results["dq_share_of_silver"] = round(stats["layers"].get("silver_dq", 0) / silver, 3) if silver else None
 
     progress("bench: a run with nothing new, and Spark's own start-up")
-    results["noop_s"], _ = _run(full, root / "warehouse", root / "noop.json")
-    results["startup_s"], _ = _timed(
-        [sys.executable, "-m", "pipelines.bench", "startup", str(root / "warehouse" / "gold" / "quorum_health")]
+    # Each arm is a cold process of ~10-15 s, whose time varies by seconds from one minute to the next: one sample of
+    # each put the ratio anywhere between 1.12 and 1.31 on the same code. The medians of alternating pairs, as below.
+    noop, startup = alternating_pairs(
+        (
+            lambda pair: _run(full, root / "warehouse", root / f"noop-{pair}.json")[0],
+            lambda pair: _timed(
+                [sys.executable, "-m", "pipelines.bench", "startup", str(root / "warehouse" / "gold" / "quorum_health")]
+            )[0],
+        ),
+        NOOP_PAIRS,
     )
+    results["noop_s"] = statistics.median(noop)
+    results["startup_s"] = statistics.median(startup)
     results["noop_over_startup"] = round(results["noop_s"] / results["startup_s"], 2)
+    results["noop_samples_s"] = {"noop": noop, "startup": startup}
 
     progress(f"bench: the same 1% batch after {history}x history, and into an empty warehouse")
     hist_spec = fleet_for(size, 0.01 * history)
@@ -241,6 +253,7 @@ def table(results: dict) -> str:
         "startup_s",
         "noop_s",
         "noop_over_startup",
+        "noop_samples_s",
         "history",
         "incremental_after_history_s",
         "incremental_into_empty_s",

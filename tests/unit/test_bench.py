@@ -86,6 +86,19 @@ def test_the_printed_table_has_the_newcomer_s_figures_after_the_size_s_own():
     ]
 
 
+def test_the_printed_table_shows_the_samples_behind_the_noop_ratio():
+    results = {
+        "noop_s": 12.0,
+        "startup_s": 10.0,
+        "noop_over_startup": 1.2,
+        "noop_samples_s": {"noop": [12.0, 11.5, 12.7], "startup": [10.0, 9.8, 10.1]},
+    }
+    lines = table(results).splitlines()
+    names = [line.split()[0] for line in lines]
+    assert names.index("noop_samples_s") == names.index("noop_over_startup") + 1
+    assert lines[names.index("noop_samples_s")].endswith("noop [12.0, 11.5, 12.7], startup [10.0, 9.8, 10.1]")
+
+
 def test_incremental_arms_alternate_pair_by_pair_and_keep_their_own_samples():
     ran = []
 
