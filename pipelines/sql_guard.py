@@ -138,15 +138,30 @@ class _ParserBuilder:
 
 def read_only_session(spark) -> tuple[Any, Any]:
     """(JVM session, guard): a new session of `spark`'s context (same catalog and tables) whose SQL parser is
-    read-only; the sessions the Thrift server opens from it (`newSession`) inherit the guard. Keep the guard
-    referenced while the session is in use (the JVM holds only a proxy of it)."""
+    read-only; the sessions the Thrift server opens from it (`newSession`) inherit the guard, and no other session
+    does. Keep the guard referenced while the session is in use (the JVM holds only a proxy of it).
+
+    The guard goes into extensions of the guarded session's own, the context's extensions (Delta's: what every
+    session of it is built with) and the guard. Injected into `spark`'s own extensions, as it was, it reached every
+    session the context built after it, since `newSession` passes its extensions on: a process that served and then
+    went on (a notebook, a test) had only read-only sessions from then on."""
     from pyspark.java_gateway import ensure_callback_server_started
 
     ensure_callback_server_started(spark.sparkContext._gateway)
-    builder = _ParserBuilder()
+    jvm = spark.sparkContext._jvm
     jsession = spark._jsparkSession
-    jsession.extensions().injectParser(builder)
-    guarded = jsession.newSession()
+    sc = jsession.sparkContext()
+    # what Spark builds every session's extensions from (`spark.sql.extensions`, and the extension providers on the
+    # class path), in a new object; the constructor is the one `newSession` uses, with that object instead of ours
+    extensions = getattr(getattr(jvm.org.apache.spark.sql.classic, "SparkSession$"), "MODULE$").applyAndLoadExtensions(
+        sc
+    )
+    builder = _ParserBuilder()
+    extensions.injectParser(builder)
+    empty = getattr(getattr(jvm.scala.collection.immutable, "Map$"), "MODULE$").empty()
+    guarded = jvm.org.apache.spark.sql.classic.SparkSession(
+        sc, jvm.scala.Some(jsession.sharedState()), jvm.scala.Option.empty(), extensions, empty, empty
+    )
     for key, value in FORCED_SETTINGS.items():
         guarded.sessionState().conf().setConfString(key, value)
     return guarded, builder

@@ -521,7 +521,7 @@ def test_non_loopback_serve_needs_authentication_and_refuses_unauthenticated_cli
     assert refused.returncode == 2 and "without authentication" in refused.stderr
     # LDAP against a directory that is not there: nobody can log in, so nobody gets data. Served from this process (a
     # `quorumlake serve` of its own is the test above): what `serve` runs with that --auth-config, on the suite's
-    # session, writable (the read-only guard would stay in that session's extensions; the test above has it).
+    # context, read-only.
     closed = free_port()
     auth = tmp_path / "auth.toml"
     auth.write_text(
@@ -534,13 +534,13 @@ def test_non_loopback_serve_needs_authentication_and_refuses_unauthenticated_cli
     server = threading.Thread(
         target=serve,
         args=(lakehouse, own, port, said.append),
-        kwargs={"ready": ready.set, "until": until, "auth": thrift_auth_settings(auth), "read_only": False},
+        kwargs={"ready": ready.set, "until": until, "auth": thrift_auth_settings(auth)},
         daemon=True,
     )
     server.start()
     try:
         assert ready.wait(120), "the server did not start"
-        assert f"jdbc:hive2://{own}:{port}/" in said[0] and "authentication LDAP" in said[0], said
+        assert f"jdbc:hive2://{own}:{port}/" in said[0] and "read-only, authentication LDAP" in said[0], said
         assert not accepts_connections("127.0.0.1", port)
         url = f"jdbc:hive2://{own}:{port}/"
         for credentials in ([], ["-n", "mallory", "-p", "guess"]):
@@ -551,5 +551,6 @@ def test_non_loopback_serve_needs_authentication_and_refuses_unauthenticated_cli
         until.set()
         server.join(60)
     assert not server.is_alive() and not accepts_connections(own, port)
-    # and the suite's JVM keeps none of its settings
+    # and the suite's JVM keeps none of its settings, nor its guard: a session opened after it still writes
     assert spark.sparkContext._jvm.java.lang.System.getProperty("hive.server2.authentication") is None
+    spark.newSession().sql("CREATE TEMPORARY VIEW after_serve AS SELECT 1 AS one")

@@ -13,6 +13,7 @@ from pipelines.sql_guard import (
     ReadOnlyViolation,
     check_read_only,
     is_loopback,
+    read_only_session,
     start_thrift_server,
     thrift_auth_settings,
     thrift_settings,
@@ -66,6 +67,25 @@ def test_queries_and_read_only_commands_pass(parser, sql):
 def test_everything_else_is_rejected(parser, sql, message):
     with pytest.raises(ReadOnlyViolation, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_read_only(parser, sql)
+
+
+def test_the_read_only_session_guards_itself_and_the_sessions_it_opens_and_no_other(spark):
+    """The guard is in the guarded session's own extensions: the sessions the Thrift server opens from it
+    (`newSession`) have it too; the caller's session and the sessions the context opens afterwards do not (a
+    notebook or a test that served goes on writing)."""
+    guarded, guard = read_only_session(spark)
+    name = "quorumlake read-only parser"
+    served = guarded.newSession()  # what the Thrift server does for each connection
+    for session in (guarded, served):
+        assert session.sessionState().sqlParser().toString() == name
+        assert session.sql("SELECT 41 + 1 AS answer").collectAsList()[0].getInt(0) == 42
+        with pytest.raises(Exception, match="quorumlake serve is read-only: CreateViewCommand statements"):
+            session.sql("CREATE TEMPORARY VIEW guarded_view AS SELECT 1")
+    # the guard wraps the parser every session of the context is built with (Delta's SQL), not Spark's bare one
+    assert {parser._delegate.getClass().getName() for parser in guard.parsers} == {"io.delta.sql.parser.DeltaSqlParser"}
+    for session in (spark._jsparkSession, spark._jsparkSession.newSession()):
+        assert session.sessionState().sqlParser().getClass().getName() == "io.delta.sql.parser.DeltaSqlParser"
+    spark.newSession().sql("CREATE TEMPORARY VIEW unguarded_view AS SELECT 1")
 
 
 def test_auth_config_maps_to_the_thrift_server_settings(tmp_path):
