@@ -209,12 +209,18 @@ def start_thrift_server(spark, settings: dict[str, str], read_only: bool = True)
     for key, value in ours.items():
         conf.setConfString(key, value)
         system.setProperty(key, value)
-    server = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithSparkSession(session, False)
+    thriftserver = jvm.org.apache.spark.sql.hive.thriftserver
+    server = thriftserver.HiveThriftServer2.startWithSparkSession(session, False)
+    # the listener the server added to the context's listener bus (it records the server's sessions and statements
+    # for a UI tab); the field is the server's object's, which a later start replaces
+    listener = getattr(getattr(thriftserver, "HiveThriftServer2$"), "MODULE$").listener()
 
     def stop(_guard=guard) -> None:  # holds the guard (a Py4J callback the JVM calls) as long as the server runs
-        """Stop the server, and put back the system properties and session settings it was started with (a process
-        that goes on, a notebook or a test, keeps none of its address or authentication)."""
+        """Stop the server, and put back the system properties and session settings it was started with, and take its
+        listener off the context (a process that goes on, a notebook or a test, keeps none of its address,
+        authentication, or bookkeeping of every later Spark event)."""
         server.stop()
+        spark.sparkContext._jsc.sc().removeSparkListener(listener)
         for key, (property_, setting) in before.items():
             if property_ is None:
                 system.clearProperty(key)

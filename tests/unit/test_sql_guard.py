@@ -168,6 +168,12 @@ def test_serve_refuses_a_session_it_cannot_run_a_thrift_server_in(tmp_path, how)
     assert len(lines) == 1 and "serve runs Spark's Thrift server inside this process's JVM" in lines[0], result.stderr
 
 
+def thrift_listeners(spark) -> list[str]:
+    """The Thrift server's listeners on the context's listener bus, by class name."""
+    every = spark.sparkContext._jsc.sc().listenerBus().listeners()
+    return [name for name in (x.getClass().getSimpleName() for x in every) if name.startswith("HiveThriftServer2")]
+
+
 def test_the_thrift_server_s_sessions_close_without_retrying_a_hive_metastore_it_does_not_have(spark):
     """Closing a JDBC session, Hive asks for a metastore client; the server has none (Spark's in-memory catalog), so
     that fails, and Hive's default retried it ten times two seconds apart: ~20 s per closed session. The server makes
@@ -180,6 +186,7 @@ def test_the_thrift_server_s_sessions_close_without_retrying_a_hive_metastore_it
     before = {key: system.getProperty(key) for key in (*settings, *NO_METASTORE_RETRIES)}
     assert before["hive.hmshandler.retry.attempts"] is None  # nothing set it before the server
     stop = start_thrift_server(spark, settings, read_only=False)  # the guard is tested above and end to end
+    assert thrift_listeners(spark) == ["HiveThriftServer2Listener"]
     try:
         connection = jvm.java.sql.DriverManager.getConnection(f"jdbc:hive2://127.0.0.1:{port}/", "", "")
         try:
@@ -199,6 +206,7 @@ def test_the_thrift_server_s_sessions_close_without_retrying_a_hive_metastore_it
         assert spark.conf.get("hive.server2.thrift.port") == str(port)
     finally:
         stop()
-    # stopped, the server leaves the suite's session and JVM as they were
+    # stopped, the server leaves the suite's session and JVM as they were, its listener gone from the context
     assert {key: system.getProperty(key) for key in before} == before
     assert all(spark.conf.get(key, None) is None for key in before)
+    assert thrift_listeners(spark) == []
