@@ -136,6 +136,11 @@ class _ParserBuilder:
         return "quorumlake read-only parser builder"
 
 
+def _scala_object(package: Any, name: str) -> Any:
+    """The Scala `object` (companion) `name` of a Py4J JVM package view: its methods that have no static forwarder."""
+    return getattr(getattr(package, f"{name}$"), "MODULE$")
+
+
 def read_only_session(spark) -> tuple[Any, Any]:
     """(JVM session, guard): a new session of `spark`'s context (same catalog and tables) whose SQL parser is
     read-only; the sessions the Thrift server opens from it (`newSession`) inherit the guard, and no other session
@@ -153,12 +158,10 @@ def read_only_session(spark) -> tuple[Any, Any]:
     sc = jsession.sparkContext()
     # what Spark builds every session's extensions from (`spark.sql.extensions`, and the extension providers on the
     # class path), in a new object; the constructor is the one `newSession` uses, with that object instead of ours
-    extensions = getattr(getattr(jvm.org.apache.spark.sql.classic, "SparkSession$"), "MODULE$").applyAndLoadExtensions(
-        sc
-    )
+    extensions = _scala_object(jvm.org.apache.spark.sql.classic, "SparkSession").applyAndLoadExtensions(sc)
     builder = _ParserBuilder()
     extensions.injectParser(builder)
-    empty = getattr(getattr(jvm.scala.collection.immutable, "Map$"), "MODULE$").empty()
+    empty = _scala_object(jvm.scala.collection.immutable, "Map").empty()
     guarded = jvm.org.apache.spark.sql.classic.SparkSession(
         sc, jvm.scala.Some(jsession.sharedState()), jvm.scala.Option.empty(), extensions, empty, empty
     )
@@ -213,7 +216,7 @@ def start_thrift_server(spark, settings: dict[str, str], read_only: bool = True)
     server = thriftserver.HiveThriftServer2.startWithSparkSession(session, False)
     # the listener the server added to the context's listener bus (it records the server's sessions and statements
     # for a UI tab); the field is the server's object's, which a later start replaces
-    listener = getattr(getattr(thriftserver, "HiveThriftServer2$"), "MODULE$").listener()
+    listener = _scala_object(thriftserver, "HiveThriftServer2").listener()
 
     def stop(_guard=guard) -> None:  # holds the guard (a Py4J callback the JVM calls) as long as the server runs
         """Stop the server, and put back the system properties and session settings it was started with, and take its
