@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from contract.tables import BRONZE_QUORUM_RAW
+from quorumlake.contract.tables import BRONZE_QUORUM_RAW
 
 BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 # A piece of a file (`line_pieces`): `data` holds the piece, `content` is NULL, and these carry the rest.
@@ -121,7 +121,7 @@ _gunzip_udf = F.udf(
 def _decompressed(files: DataFrame) -> DataFrame:
     """`data` holds the file's bytes after gzip; `decode_error` says why it could not be decompressed.
 
-    A reader that already read and decompressed the files (`pipelines.landing`) passes `data` and `read_error`."""
+    A reader that already read and decompressed the files (`quorumlake.pipelines.storage.landing`) passes `data` and `read_error`."""
     if "data" in files.columns:  # `data` is given for .gz files and pieces only; else a file's data is its content
         given = F.col("data").isNotNull() | F.lower(F.col("path")).endswith(".gz")
         data = F.when(given, F.col("data")).otherwise(F.col("content"))

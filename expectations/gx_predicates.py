@@ -9,7 +9,7 @@ expectations' row count and unexpected counts), so a suite's stated predicates c
 An aggregate cannot hold a window function: a predicate that needs one (`... OVER (PARTITION BY ...)`) stays an
 `unexpected_rows_expectation` (`expectations/rules.py` refuses it here).
 
-Imported only once Great Expectations is (by `Rule.gx_expectation`): defining the classes registers them with GX.
+Imported only once Great Expectations is (by `gx_runner.gx_expectation`): defining the classes registers them with GX.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from great_expectations.expectations.metrics.metric_provider import metric_parti
 from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
 from pyspark.sql import functions as F
 
-from expectations.rules import null_safe
+from quorumlake.expectations.rules import null_safe
 
 FAILING_ROWS = "quorumlake.rows_not_satisfying_predicate"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from expectations.rules import Suite
+from quorumlake.expectations.rules import Rule, Suite, null_safe
 
 
 @dataclass(frozen=True)
@@ -106,10 +106,38 @@ class GxValidator:
             except (KeyError, LookupError):
                 batch_definition = asset.add_batch_definition_whole_dataframe("batch")
             gx_suite = self._context.suites.add_or_update(
-                gx.ExpectationSuite(name=suite.name, expectations=[r.gx_expectation(params) for r in suite.rules])
+                gx.ExpectationSuite(name=suite.name, expectations=[gx_expectation(r, params) for r in suite.rules])
             )
             self._definitions = {k: v for k, v in self._definitions.items() if not k.startswith(suite.name + ":")}
             self._definitions[key] = self._context.validation_definitions.add_or_update(
                 gx.ValidationDefinition(name=suite.name, data=batch_definition, suite=gx_suite)
             )
         return self._definitions[key]
+
+
+def gx_expectation(rule: Rule, params: dict[str, Any]):
+    """`rule` as a Great Expectations expectation object."""
+    import great_expectations.expectations as gxe
+
+    meta = {"rule": rule.name}
+    if rule.expectation == "expect_rows_to_satisfy_predicate":
+        from quorumlake.expectations.gx_predicates import ExpectRowsToSatisfyPredicate
+
+        return ExpectRowsToSatisfyPredicate(
+            predicate=rule.row_predicate(params), description=rule.description or rule.name, meta=meta
+        )
+    if rule.expectation == "unexpected_rows_expectation":
+        query = (
+            f"SELECT * FROM (SELECT *, {null_safe(rule.row_predicate(params))} AS __passes "
+            "FROM {batch}) WHERE NOT __passes"
+        )
+        return gxe.UnexpectedRowsExpectation(
+            unexpected_rows_query=query, description=rule.description or rule.name, meta=meta
+        )
+    classes = {
+        "expect_column_values_to_not_be_null": gxe.ExpectColumnValuesToNotBeNull,
+        "expect_column_values_to_be_between": gxe.ExpectColumnValuesToBeBetween,
+        "expect_column_values_to_be_in_set": gxe.ExpectColumnValuesToBeInSet,
+        "expect_compound_columns_to_be_unique": gxe.ExpectCompoundColumnsToBeUnique,
+    }
+    return classes[rule.expectation](**rule.kwargs, meta=meta)

@@ -67,33 +67,6 @@ class Rule:
             return _substitute(self.predicate, params)
         raise ValueError(f"rule {self.name}: unsupported expectation {self.expectation!r}")
 
-    def gx_expectation(self, params: dict[str, Any]):
-        """The same rule as a Great Expectations expectation object."""
-        import great_expectations.expectations as gxe
-
-        meta = {"rule": self.name}
-        if self.expectation == "expect_rows_to_satisfy_predicate":
-            from expectations.gx_predicates import ExpectRowsToSatisfyPredicate
-
-            return ExpectRowsToSatisfyPredicate(
-                predicate=self.row_predicate(params), description=self.description or self.name, meta=meta
-            )
-        if self.expectation == "unexpected_rows_expectation":
-            query = (
-                f"SELECT * FROM (SELECT *, {null_safe(self.row_predicate(params))} AS __passes "
-                "FROM {batch}) WHERE NOT __passes"
-            )
-            return gxe.UnexpectedRowsExpectation(
-                unexpected_rows_query=query, description=self.description or self.name, meta=meta
-            )
-        classes = {
-            "expect_column_values_to_not_be_null": gxe.ExpectColumnValuesToNotBeNull,
-            "expect_column_values_to_be_between": gxe.ExpectColumnValuesToBeBetween,
-            "expect_column_values_to_be_in_set": gxe.ExpectColumnValuesToBeInSet,
-            "expect_compound_columns_to_be_unique": gxe.ExpectCompoundColumnsToBeUnique,
-        }
-        return classes[self.expectation](**self.kwargs, meta=meta)
-
 
 @dataclass(frozen=True)
 class Suite:
@@ -108,7 +81,7 @@ class Suite:
 def load_suite(table: str) -> Suite:
     """The suite of a silver table, from `expectations/<schema>_<table>.json`."""
     file_name = table.replace(".", "_") + ".json"
-    data = json.loads(resources.files("expectations").joinpath(file_name).read_text(encoding="utf-8"))
+    data = json.loads(resources.files("quorumlake.expectations").joinpath(file_name).read_text(encoding="utf-8"))
     if data.get("table") != table:
         raise ValueError(f"{file_name} declares table {data.get('table')!r}, expected {table!r}")
     rules = tuple(

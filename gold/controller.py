@@ -21,8 +21,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from contract.tables import GOLD_CONTROLLER_HEALTH
-from gold.quorum import window_start
+from quorumlake.contract.tables import GOLD_CONTROLLER_HEALTH
+from quorumlake.gold.quorum import window_start
 
 # per-scrape column -> canonical metric of silver.node_metrics (silver/prometheus_text.py)
 _METRICS = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from contract.tables import GOLD_METADATA_OFFSET_DIVERGENCE
+from quorumlake.contract.tables import GOLD_METADATA_OFFSET_DIVERGENCE
 
 
 def _value(metric: str):

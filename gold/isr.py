@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from contract.tables import GOLD_AT_MIN_ISR_EPISODES, GOLD_ISR_HEALTH, GOLD_ISR_HEALTH_BY_TOPIC
+from quorumlake.contract.tables import GOLD_AT_MIN_ISR_EPISODES, GOLD_ISR_HEALTH, GOLD_ISR_HEALTH_BY_TOPIC
 
 
 def _counts():

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from contract.tables import GOLD_QUORUM_HEALTH, GOLD_QUORUM_STATUS
+from quorumlake.contract.tables import GOLD_QUORUM_HEALTH, GOLD_QUORUM_STATUS
 
 
 def window_start(ts: Column, window_minutes: int) -> Column:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from contract.tables import GOLD_REPLICA_LAG_SLI
-from gold.quorum import window_start
+from quorumlake.contract.tables import GOLD_REPLICA_LAG_SLI
+from quorumlake.gold.quorum import window_start
 
 
 def build_replica_lag_sli(replicas: DataFrame, *, slo_ms: int, window_minutes: int) -> DataFrame:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from contract.tables import resolve_names
+from quorumlake.contract.tables import resolve_names
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ class Config:
     # Options for the JVM of a local Spark driver, after quorumlake's own (not on Databricks or Spark Connect, whose
     # JVMs are started elsewhere), e.g. "-XX:+UseParallelGC". Empty: the JVM's defaults (the G1 collector), with which
     # the large fleet's backfill was measured in the default 1 GB heap. Runs known to be small take
-    # pipelines.session.SMALL_RUN_JAVA_OPTIONS (the demo does; README "Performance").
+    # quorumlake.pipelines.engine.session.SMALL_RUN_JAVA_OPTIONS (the demo does; README "Performance").
     java_options: str = ""
     # A Spark Connect server to run on instead of starting Spark in this process (`sc://host:port`); the server must
     # have Delta (its SQL extension and catalog). Locally a stand-in for serverless (tests/e2e/test_connect.py).

@@ -1,4 +1,5 @@
-"""The two ways a command fails on purpose; `pipelines.cli` prints either as one line (no stack trace)."""
+"""The two ways a command fails on purpose; `quorumlake.pipelines.app.cli` prints either as one line (no stack
+trace)."""
 
 from __future__ import annotations
 

@@ -69,4 +69,4 @@ if ! ls .venv/lib/python*/site-packages/pyspark/__pycache__/*.pyc >/dev/null 2>&
   .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
     >/dev/null 2>&1 || true
 fi
-.venv/bin/python -m pipelines.session
+.venv/bin/python -m quorumlake.pipelines.engine.session

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 
-from contract.kafka import INTEGER, ZERO_UUID
+from quorumlake.contract.kafka import INTEGER, ZERO_UUID
 
 LAYOUT_OLD = "3.3-3.8"
 LAYOUT_NEW = "3.9+"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from contract.tables import SILVER_QUARANTINE
+from quorumlake.contract.tables import SILVER_QUARANTINE
 
 # silver.quarantine's columns but `quarantined_at`, the run's time, which the job stamps (time is not the layer's)
 QUARANTINE_COLUMNS = [c for c in SILVER_QUARANTINE.column_names if c != "quarantined_at"]

@@ -1,9 +1,9 @@
 """silver.node_metrics: one row per metric sample (cluster, node, scrape time, canonical metric, topic, partition),
 from Prometheus scrapes (Strimzi rule names or jmx_exporter default names) and Jolokia-style JSON samples.
 
-Names are mapped to the contract's canonical metrics (`silver.prometheus_text`); `node_role` comes from what the node
-exposes in that scrape. Each sample line of a scrape is parsed on its own: an unparseable line goes to quarantine,
-naming the file and line, and the scrape's other samples are kept.
+Names are mapped to the contract's canonical metrics (`quorumlake.silver.prometheus_text`); `node_role` comes from what
+the node exposes in that scrape. Each sample line of a scrape is parsed on its own: an unparseable line goes to
+quarantine, naming the file and line, and the scrape's other samples are kept.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from contract.tables import SILVER_NODE_METRICS
-from silver.common import latest_per_key, parsed_once, quarantine_rows
-from silver.prometheus_text import canonical_from_mbean, canonical_metric, node_role, parse_exposition
-from silver.udf_guard import guarded, out_of_range
+from quorumlake.contract.tables import SILVER_NODE_METRICS
+from quorumlake.silver.common import latest_per_key, parsed_once, quarantine_rows
+from quorumlake.silver.prometheus_text import canonical_from_mbean, canonical_metric, node_role, parse_exposition
+from quorumlake.silver.udf_guard import guarded, out_of_range
 
 KEY = ["cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"]
 

@@ -11,10 +11,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from contract.tables import SILVER_PARTITION_STATES
-from silver.cli_text import CaptureError, parse_topics
-from silver.common import latest_per_key, parsed_once, rejected
-from silver.udf_guard import guarded
+from quorumlake.contract.tables import SILVER_PARTITION_STATES
+from quorumlake.silver.cli_text import CaptureError, parse_topics
+from quorumlake.silver.common import latest_per_key, parsed_once, rejected
+from quorumlake.silver.udf_guard import guarded
 
 _JSON_SCHEMA = (
     "topic STRING, partition INT, leader INT, replicas ARRAY<INT>, isr ARRAY<INT>, min_isr INT, "

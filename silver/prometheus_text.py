@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from contract.kafka import INTEGER
+from quorumlake.contract.kafka import INTEGER
 
 SAMPLE_TYPES = ("counter", "gauge", "histogram", "summary", "untyped", "unknown")
 FAMILY_SUFFIXES = ("_total", "_count", "_sum", "_bucket")

@@ -15,12 +15,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from bronze.raw import MAX_EPOCH_MS, MIN_EPOCH_MS, epoch_ms_to_timestamp
-from contract.kafka import ZERO_UUID
-from contract.tables import SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES
-from silver.cli_text import CaptureError, parse_replication, parse_status
-from silver.common import latest_per_key, parsed_once, rejected
-from silver.udf_guard import guarded
+from quorumlake.bronze.raw import MAX_EPOCH_MS, MIN_EPOCH_MS, epoch_ms_to_timestamp
+from quorumlake.contract.kafka import ZERO_UUID
+from quorumlake.contract.tables import SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES
+from quorumlake.silver.cli_text import CaptureError, parse_replication, parse_status
+from quorumlake.silver.common import latest_per_key, parsed_once, rejected
+from quorumlake.silver.udf_guard import guarded
 
 _REPLICA = (
     "STRUCT<replicaId: INT, replicaDirectoryId: STRING, logEndOffset: BIGINT, lastFetchTimestamp: BIGINT, "

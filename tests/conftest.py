@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import Config
-from pipelines.session import SMALL_RUN_JAVA_OPTIONS, get_spark, quiet
-from pipelines.storage import Lakehouse
+from quorumlake.pipelines.config import Config
+from quorumlake.pipelines.engine.session import SMALL_RUN_JAVA_OPTIONS, get_spark, quiet
+from quorumlake.pipelines.storage import Lakehouse
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
@@ -128,7 +128,7 @@ def landing_run(spark, tmp_path_factory) -> tuple[Path, Path]:
         if not (root / "done").is_file():
             shutil.rmtree(root, ignore_errors=True)  # what a failed attempt left
             shutil.copytree(DATA / "landing", zone)
-            from pipelines import cli
+            from quorumlake.pipelines.app import cli
 
             with contextlib.redirect_stdout(io.StringIO()):
                 assert cli.main(["run", "--landing", str(zone), "--warehouse", str(warehouse)]) == 0

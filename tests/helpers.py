@@ -44,7 +44,7 @@ def quorumlake(
     """`quorumlake ARGS` run by this interpreter in a child process (environment: this one's, unless `env`), its output
     captured as text."""
     return subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", *args],
+        [sys.executable, "-m", "quorumlake.pipelines.app.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -78,9 +78,9 @@ def set_field(partition: dict, path: str, value: Any) -> None:
 
 
 def checkpointed_rdd(df):
-    """The JVM RDD behind a frame kept as a local checkpoint (`pipelines.session.cached` in a small local run), whose
+    """The JVM RDD behind a frame kept as a local checkpoint (`quorumlake.pipelines.engine.session.cached` in a small local run), whose
     plan is that one node; fails for any other frame."""
-    from pipelines.session import checkpoint_rdd
+    from quorumlake.pipelines.engine.session import checkpoint_rdd
 
     plan = df._jdf.queryExecution().logical()
     assert plan.getClass().getSimpleName() == "LogicalRDD", plan.toString()

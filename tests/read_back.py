@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from contract.tables import TableSpec
+from quorumlake.contract.tables import TableSpec
 
 
 def _naive(dtype: pa.DataType) -> pa.DataType:

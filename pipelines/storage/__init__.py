@@ -1,6 +1,6 @@
 """Every read, write, MERGE and checkpoint of the lakehouse, in one package: nothing outside it touches a Delta
-table, runs SQL on a lakehouse table, or reaches into the JVM (besides `pipelines.session`, which starts the
-engine, and `pipelines.sql_guard`, which serves it).
+table, runs SQL on a lakehouse table, or reaches into the JVM (besides `quorumlake.pipelines.engine.session`, which
+starts the engine, and `quorumlake.pipelines.serving.sql_guard`, which serves it).
 
 Locally each table is an external Delta table at `<warehouse>/<schema>/<table>`, registered by name at session start
 (cheap and idempotent), so `bronze.quorum_raw` resolves in every process without a metastore. On Databricks the
@@ -21,11 +21,11 @@ One `Lakehouse` object is the way in; its parts live by concern:
 - `lakehouse`: `Lakehouse` itself (all of the above) and the engine settings of a run.
 """
 
-from pipelines.storage.bounds import Bounds
-from pipelines.storage.catalog import TABLES_AT_ONCE, TableTemplates, registry_fingerprint
-from pipelines.storage.lakehouse import INTERPRETED_ENGINE, PARQUET_TO_LANDING, Lakehouse
-from pipelines.storage.reads import LiveFile, batches
-from pipelines.storage.sources import Attempt
+from quorumlake.pipelines.storage.bounds import Bounds
+from quorumlake.pipelines.storage.catalog import TABLES_AT_ONCE, TableTemplates, registry_fingerprint
+from quorumlake.pipelines.storage.lakehouse import INTERPRETED_ENGINE, PARQUET_TO_LANDING, Lakehouse
+from quorumlake.pipelines.storage.reads import LiveFile, batches
+from quorumlake.pipelines.storage.sources import Attempt
 
 __all__ = [
     "INTERPRETED_ENGINE",

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from contract.tables import sql_string
+from quorumlake.contract.tables import sql_string
 
 
 @dataclass(frozen=True)

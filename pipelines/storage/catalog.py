@@ -1,5 +1,5 @@
 """The lakehouse's names and places, and its tables' creation and registration: where each table lives, what SQL
-calls it, and bringing every table to the definition the registry (`contract.tables`) declares.
+calls it, and bringing every table to the definition the registry (`quorumlake.contract.tables`) declares.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
-from contract.tables import LAYERS, PIPELINE_RUNS, TableSpec, by_name, sql_string
-from pipelines.config import Config, join_path
-from pipelines.session import is_connect
+from quorumlake.contract.tables import LAYERS, PIPELINE_RUNS, TableSpec, by_name, sql_string
+from quorumlake.pipelines.config import Config, join_path
+from quorumlake.pipelines.engine.session import is_connect
 
 
 class Catalog:
@@ -134,7 +134,7 @@ class Catalog:
     def _templates(self) -> TableTemplates | None:
         """The machine's table templates, for a local session this process started itself (not Databricks, not Spark
         Connect: there the files may be on another machine, and the session's defaults are not ours)."""
-        from pipelines.session import on_databricks, templates_home
+        from quorumlake.pipelines.engine.session import on_databricks, templates_home
 
         if on_databricks() or is_connect(self.spark) or "://" in self.table_path(PIPELINE_RUNS):
             return None
@@ -212,7 +212,7 @@ class TableTemplates:
         self.settings = settings
 
     def _folder(self, spec: TableSpec) -> Path:
-        from pipelines.session import engine_versions
+        from quorumlake.pipelines.engine.session import engine_versions
 
         key = f"{engine_versions()}|{self.settings}|{_declared(spec)}"
         return self.home / f"{spec.schema}.{spec.table}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}"

@@ -6,11 +6,11 @@ from datetime import datetime
 
 from pyspark.sql import SparkSession
 
-from pipelines.config import Config
-from pipelines.storage.catalog import Catalog
-from pipelines.storage.reads import Reads
-from pipelines.storage.sources import Sources
-from pipelines.storage.writes import Writes
+from quorumlake.pipelines.config import Config
+from quorumlake.pipelines.storage.catalog import Catalog
+from quorumlake.pipelines.storage.reads import Reads
+from quorumlake.pipelines.storage.sources import Sources
+from quorumlake.pipelines.storage.writes import Writes
 
 
 class Lakehouse(Catalog, Reads, Writes, Sources):
@@ -32,12 +32,12 @@ class Lakehouse(Catalog, Reads, Writes, Sources):
     # --- engine -------------------------------------------------------------------------------------------------------
 
     def tune_for(self, new_bytes: int | None) -> bool:
-        """Pick Spark's engine for this run from the size of its new data: at most `small_run_bytes`, the
-        interpreted engine (compiling generated code for each of a run's few hundred small queries cost a quarter of
-        its CPU), one task per stage, and frames kept as local checkpoints (`pipelines.session.cached`) when the
-        master is local; more, or unknown (None), Spark's defaults and the configured shuffle partitions. Local
-        sessions only. Returns True when interpreted."""
-        from pipelines.session import KEEP_AS_CHECKPOINT, on_databricks
+        """Pick Spark's engine for this run from the size of its new data: at most `small_run_bytes`, the interpreted
+        engine (compiling generated code for each of a run's few hundred small queries cost a quarter of its CPU), one
+        task per stage, and frames kept as local checkpoints (`quorumlake.pipelines.engine.session.cached`) when the
+        master is local; more, or unknown (None), Spark's defaults and the configured shuffle partitions. Local sessions
+        only. Returns True when interpreted."""
+        from quorumlake.pipelines.engine.session import KEEP_AS_CHECKPOINT, on_databricks
 
         sizes = (new_bytes, self.rebuild_bytes)
         small = None not in sizes and max(sizes) <= self.config.small_run_bytes

@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from contract.tables import PIPELINE_RUNS, TableSpec
-from pipelines.config import Config
-from pipelines.storage.bounds import Bounds, outside
+from quorumlake.contract.tables import PIPELINE_RUNS, TableSpec
+from quorumlake.pipelines.config import Config
+from quorumlake.pipelines.storage.bounds import Bounds, outside
 
 
 class Reads:
@@ -343,10 +343,10 @@ class Reads:
         Called after the consumer's outputs are written, so a crash before the record is written only makes the next
         run redo work whose writes are idempotent.
 
-        The ledger is small and this run is its only writer (`pipelines.lock`), so it is written whole, in one commit
-        that replaces every row (no other consumer's rows to keep from the files it holds). With `hold`, the record
-        waits for the next commit of the ledger (a later layer's record, or `flush_progress` when the run ends): a run
-        through every layer writes the ledger once instead of once per layer."""
+        The ledger is small and this run is its only writer (`quorumlake.pipelines.app.lock`), so it is written whole,
+        in one commit that replaces every row (no other consumer's rows to keep from the files it holds). With `hold`,
+        the record waits for the next commit of the ledger (a later layer's record, or `flush_progress` when the run
+        ends): a run through every layer writes the ledger once instead of once per layer."""
         self._remember(consumer, versions, fingerprints or {})
         self._unsaved.add(consumer)
         if not hold:

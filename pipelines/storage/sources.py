@@ -20,13 +20,13 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bronze.raw import BINARY_FILE_SCHEMA
-from contract.tables import TableSpec
-from pipelines.autoloader import AUTOLOADER_OPTIONS
-from pipelines.config import Config, join_path
-from pipelines.landing import Folder, is_local
-from pipelines.session import cached, is_connect
-from pipelines.storage.catalog import absolute
+from quorumlake.bronze.raw import BINARY_FILE_SCHEMA
+from quorumlake.contract.tables import TableSpec
+from quorumlake.pipelines.config import Config, join_path
+from quorumlake.pipelines.engine.session import cached, is_connect
+from quorumlake.pipelines.storage.autoloader import AUTOLOADER_OPTIONS
+from quorumlake.pipelines.storage.catalog import absolute
+from quorumlake.pipelines.storage.landing import Folder, is_local
 
 
 class Sources:

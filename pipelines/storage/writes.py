@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from contract.tables import PIPELINE_RUNS, TableSpec
-from pipelines.config import Config
-from pipelines.session import cached, release
-from pipelines.storage.bounds import Bounds
+from quorumlake.contract.tables import PIPELINE_RUNS, TableSpec
+from quorumlake.pipelines.config import Config
+from quorumlake.pipelines.engine.session import cached, release
+from quorumlake.pipelines.storage.bounds import Bounds
 
 
 class Writes:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from contract.tables import BRONZE_SOURCES
-from pipelines import cli
+from quorumlake.contract.tables import BRONZE_SOURCES
+from quorumlake.pipelines.app import cli
 from tests import read_back
 from tests.helpers import age_table_files
 
@@ -128,9 +128,9 @@ def test_a_new_file_adds_exactly_its_records_and_a_copy_adds_none(spark, zone, t
 
     # bronze itself, to see it say that it found new files before reading them (a run that goes on to silver
     # imports Great Expectations meanwhile)
-    from pipelines.bronze_job import run_bronze
-    from pipelines.config import Config
-    from pipelines.storage import Lakehouse
+    from quorumlake.pipelines.config import Config
+    from quorumlake.pipelines.jobs.bronze_job import run_bronze
+    from quorumlake.pipelines.storage import Lakehouse
 
     said: list[str] = []
     lakehouse = Lakehouse(spark, Config(landing=str(zone), warehouse=str(warehouse)))
@@ -186,7 +186,7 @@ def test_bronze_tables_are_real_delta_tables_readable_by_another_reader(spark, f
 
 
 def test_maintenance_keeps_the_files_of_changes_silver_has_not_read_yet(spark, first_run, tmp_path, capsys):
-    from contract.tables import ALL_TABLES
+    from quorumlake.contract.tables import ALL_TABLES
 
     _, built, _ = first_run
     warehouse = tmp_path / "wh"
@@ -248,7 +248,7 @@ def test_settled_folders_are_checked_by_their_time_alone_and_a_late_file_in_one_
 def test_json_lines_files_handed_over_in_pieces_give_the_same_bronze_rows(spark, first_run, tmp_path):
     """A large JSON Lines file reaches Spark as pieces of whole lines (here every file over 300 bytes): the
     records, their ids, line numbers and errors are those of the file handed over whole."""
-    from bronze.raw import gunzip, line_pieces
+    from quorumlake.bronze.raw import gunzip, line_pieces
 
     zone, warehouse, _ = first_run
     cut = [

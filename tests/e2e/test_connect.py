@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-import pipelines
-from contract.tables import ALL_TABLES, LAYERS, PIPELINE_RUNS
-from pipelines.storage import INTERPRETED_ENGINE
+from quorumlake import pipelines
+from quorumlake.contract.tables import ALL_TABLES, LAYERS, PIPELINE_RUNS
+from quorumlake.pipelines.storage import INTERPRETED_ENGINE
 from tests import read_back
 from tests.helpers import accepts_connections, free_port
 
@@ -51,9 +51,6 @@ def wheel_python(checkout_wheel, tmp_path_factory) -> Path:
     provides itself: pyspark, delta-spark) and PySpark's Connect client installed; pinned as `make test` pins."""
     root = tmp_path_factory.mktemp("wheel")
     wheel = checkout_wheel
-    names = zipfile.ZipFile(wheel).namelist()
-    assert "expectations/silver_replica_states.json" in names and "pipelines/ivysettings.xml" in names
-    assert "tools/simulator/fleet.py" in names and not any(n.startswith("tests/") for n in names)
     env_dir = root / "venv"
     # installed by the uv that scripts/bootstrap.sh installed (into a venv without pip: its own install is 3.5 s),
     # else pip
@@ -80,14 +77,55 @@ def wheel_python(checkout_wheel, tmp_path_factory) -> Path:
     return python
 
 
-def test_the_wheel_installs_the_databricks_jobs_entry_points(wheel_python):
-    # the Databricks job's three entry points are installed and reach the CLI (their usage, no Spark started); the
-    # pipeline itself runs from the wheel in `databricks_run` below
-    for layer in LAYERS:
+def test_the_wheel_holds_one_import_package_with_its_data_and_no_tests_or_benchmarks(checkout_wheel):
+    names = zipfile.ZipFile(checkout_wheel).namelist()
+    assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"quorumlake"}
+    assert "quorumlake/expectations/silver_replica_states.json" in names
+    assert "quorumlake/pipelines/engine/ivysettings.xml" in names
+    assert {"quorumlake/simulator/fleet.py", "quorumlake/bronze/raw.py", "quorumlake/pipelines/app/cli.py"} <= set(
+        names
+    )
+    assert not any(
+        n.startswith(("quorumlake/tests/", "quorumlake/benchmarks/", "tests/", "benchmarks/")) for n in names
+    )
+
+
+def test_the_installed_wheel_brings_only_quorumlake_and_every_console_script_works(wheel_python, checkout_wheel):
+    # what the wheel put into its venv's site-packages: one import package (and its metadata)
+    site = Path(
+        subprocess.run(
+            [str(wheel_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    record = next(site.glob("quorumlake-*.dist-info")) / "RECORD"
+    installed = {line.split(",")[0].split("/")[0] for line in record.read_text().splitlines() if line}
+    assert {name for name in installed if not name.endswith(".dist-info") and name != ".."} == {"quorumlake"}
+    # every console script the wheel declares reaches the CLI (its usage, no Spark started); the pipeline itself
+    # runs from the wheel in `databricks_run` below
+    entry_points = (
+        zipfile.ZipFile(checkout_wheel)
+        .read(next(n for n in zipfile.ZipFile(checkout_wheel).namelist() if n.endswith(".dist-info/entry_points.txt")))
+        .decode()
+    )
+    scripts = re.findall(r"^(quorumlake[\w-]*) = ", entry_points, re.M)
+    assert sorted(scripts) == ["quorumlake", *(f"quorumlake-{layer}" for layer in sorted(LAYERS))]
+    for script in scripts:
         usage = subprocess.run(
-            [str(wheel_python.parent / f"quorumlake-{layer}"), "--help"], capture_output=True, text=True, timeout=120
+            [str(wheel_python.parent / script), "--help"], capture_output=True, text=True, timeout=120
         )
-        assert usage.returncode == 0 and "--landing" in usage.stdout, usage.stderr[-3000:]
+        assert usage.returncode == 0, usage.stderr[-3000:]
+        assert ("--landing" if script != "quorumlake" else "COMMAND") in usage.stdout
+    # `quorumlake bench` needs the source checkout, which an installed wheel is not: one line, exit 2
+    bench = subprocess.run(
+        [str(wheel_python.parent / "quorumlake"), "bench", "--size", "small"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bench.returncode == 2 and "source checkout" in bench.stderr and "Traceback" not in bench.stderr
 
 
 @pytest.fixture(scope="module")
@@ -214,8 +252,8 @@ def parquet(self, *args, **kwargs):  # what silver materializes instead of cachi
     counts["parquet_writes"] += 1
     return real_parquet(self, *args, **kwargs)
 ConnectWriter.parquet = parquet
-import pipelines
-from pipelines.cli import main
+from quorumlake import pipelines
+from quorumlake.pipelines.app.cli import main
 counts["pipelines"] = os.path.dirname(os.path.abspath(pipelines.__file__))
 code = main(sys.argv[1:])
 from pyspark import SparkContext
@@ -265,7 +303,12 @@ def test_the_databricks_path_writes_the_classic_tables_and_never_touches_spark_c
     # the client ran the installed wheel, not the checkout, and every module of the wheel imports from it
     assert Path(report["pipelines"]).is_relative_to(wheel_python.parent.parent), report["pipelines"]
     imported = report["imported"]
-    assert {"silver.quorum", "silver.metrics", "bronze.raw", "tools.simulator.fleet"} <= set(imported)
+    assert {
+        "quorumlake.silver.quorum",
+        "quorumlake.silver.metrics",
+        "quorumlake.bronze.raw",
+        "quorumlake.simulator.fleet",
+    } <= set(imported)
     assert all(Path(where).is_relative_to(wheel_python.parent.parent) for where in imported.values()), imported
     assert report["session"] == "pyspark.sql.connect.session.SparkSession"
     assert report["sparkContext"] == 0, "the Databricks path asked a session for its sparkContext"

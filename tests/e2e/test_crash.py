@@ -23,9 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contract.tables import ALL_TABLES, BRONZE_SOURCES, PIPELINE_RUNS, SILVER_DQ_VALIDATIONS
-from pipelines import cli, faults
-from pipelines.session import SMALL_RUN_JAVA_OPTIONS
+from quorumlake.contract.tables import ALL_TABLES, BRONZE_SOURCES, PIPELINE_RUNS, SILVER_DQ_VALIDATIONS
+from quorumlake.pipelines.app import cli
+from quorumlake.pipelines.engine.session import SMALL_RUN_JAVA_OPTIONS
+from quorumlake.pipelines.jobs import faults
 from tests import read_back
 
 # In the order a run reaches them (bronze inserts its sources in name order; silver reads quorum, partitions, metrics).
@@ -54,7 +55,7 @@ def quorumlake_run(landing: Path, warehouse: Path, *extra: str) -> int:
         [
             sys.executable,
             "-m",
-            "pipelines.cli",
+            "quorumlake.pipelines.app.cli",
             "run",
             "--landing",
             str(landing),

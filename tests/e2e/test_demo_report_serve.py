@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from contract.tables import ALL_TABLES
-from pipelines import cli
-from pipelines.commands import open_lakehouse, serve
-from pipelines.config import Config
-from pipelines.sql_guard import thrift_auth_settings
+from quorumlake.contract.tables import ALL_TABLES
+from quorumlake.pipelines.app import cli
+from quorumlake.pipelines.app.commands import open_lakehouse, serve
+from quorumlake.pipelines.config import Config
+from quorumlake.pipelines.serving.sql_guard import thrift_auth_settings
 from tests.helpers import accepts_connections, age_table_files, free_port, quorumlake
 
 SCENARIOS = (
@@ -339,7 +339,7 @@ def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, flee
     day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(snapshots)."""
     import yaml
 
-    from gold.views import METRIC_VIEWS
+    from quorumlake.gold.views import METRIC_VIEWS
 
     _fresh_views(fleet, tmp_path)
 
@@ -422,7 +422,17 @@ class Server:
     def __init__(self, warehouse: Path, port: int, *args: str):
         self.port = port
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port), "--warehouse", str(warehouse), *args],
+            [
+                sys.executable,
+                "-m",
+                "quorumlake.pipelines.app.cli",
+                "serve",
+                "--port",
+                str(port),
+                "--warehouse",
+                str(warehouse),
+                *args,
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -478,7 +488,7 @@ def test_default_serve_is_loopback_only_and_read_only(spark, fleet):
             "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id",
         ]
         # the three sessions at once (each beeline is a JVM of its own, mostly starting up; each closed its session in ~20 s
-        # until the server stopped retrying the Hive metastore it does not have: pipelines.sql_guard)
+        # until the server stopped retrying the Hive metastore it does not have: quorumlake.pipelines.serving.sql_guard)
         with ThreadPoolExecutor(max_workers=3) as pool:
             sessions = [
                 pool.submit(_beeline_run, url, file_reads + reads),

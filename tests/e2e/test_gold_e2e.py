@@ -8,8 +8,8 @@ import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from contract.tables import ALL_TABLES, GOLD_TABLES
-from pipelines import cli
+from quorumlake.contract.tables import ALL_TABLES, GOLD_TABLES
+from quorumlake.pipelines.app import cli
 from tests import read_back
 from tests.helpers import at
 

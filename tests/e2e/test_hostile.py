@@ -1,4 +1,4 @@
-"""A hostile landing zone through the whole pipeline (`pipelines.run.run_pipeline`, real Spark, real Delta).
+"""A hostile landing zone through the whole pipeline (`quorumlake.pipelines.jobs.run.run_pipeline`, real Spark, real Delta).
 
 Poison records of every kind (timestamps past year 9999, 64-bit overflow, integers of thousands of digits, JSON
 nested 10,000 deep, a BOM, one invalid byte, a gzip bomb, an empty mbean, a node id beyond 32 bits, CLI captures and
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from bronze.raw import MAX_DECOMPRESSED_BYTES
-from contract.tables import ALL_TABLES, by_name
-from pipelines.run import run_pipeline
+from quorumlake.bronze.raw import MAX_DECOMPRESSED_BYTES
+from quorumlake.contract.tables import ALL_TABLES, by_name
+from quorumlake.pipelines.jobs.run import run_pipeline
 from tests import read_back
 from tests.helpers import set_field
 
@@ -311,8 +311,8 @@ def fs_run(spark, tmp_path_factory):
     hazard is a file of its own; a run per hazard cost ~20 s each): a dangling symlink, a symlink to a file and one
     to a folder out of the landing root, ten files of which five vanish right after they were listed, and a file
     larger than the configured limit. The tests below each check their hazard in what that run left."""
-    from pipelines.config import Config
-    from pipelines.storage import Lakehouse
+    from quorumlake.pipelines.config import Config
+    from quorumlake.pipelines.storage import Lakehouse
 
     root = tmp_path_factory.mktemp("fs-hazards")
     zone = root / "landing"
@@ -331,7 +331,7 @@ def fs_run(spark, tmp_path_factory):
         victims.append(victim)
     (zone / "quorum" / "big.jsonl").write_text((_line(_quorum("fs-big")) + "\n") * 200)
 
-    import pipelines.bronze_job as bronze_job
+    import quorumlake.pipelines.jobs.bronze_job as bronze_job
 
     listed = bronze_job.scan_landing
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from contract.tables import GOLD_QUORUM_HEALTH, GOLD_TABLES, SILVER_QUARANTINE, SILVER_QUORUM_SNAPSHOTS
-from pipelines import cli
-from pipelines.config import Config
-from pipelines.storage import Lakehouse
+from quorumlake.contract.tables import GOLD_QUORUM_HEALTH, GOLD_TABLES, SILVER_QUARANTINE, SILVER_QUORUM_SNAPSHOTS
+from quorumlake.pipelines.app import cli
+from quorumlake.pipelines.config import Config
+from quorumlake.pipelines.storage import Lakehouse
 from tests import read_back
 from tests.e2e.test_crash import killed_in_process
 
@@ -51,7 +51,7 @@ def test_a_second_run_on_a_busy_warehouse_stops_with_one_line_and_exit_3(tmp_pat
         [
             sys.executable,
             "-c",
-            "import sys, time; from pipelines.lock import warehouse_lock\n"
+            "import sys, time; from quorumlake.pipelines.app.lock import warehouse_lock\n"
             f"with warehouse_lock({str(warehouse)!r}):\n    print('held', flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
@@ -75,7 +75,7 @@ def test_a_second_run_on_a_busy_warehouse_stops_with_one_line_and_exit_3(tmp_pat
         holder.kill()
         holder.wait()
     # the lock dies with its holder: the warehouse is free again (the run itself is not needed here)
-    from pipelines.lock import warehouse_lock
+    from quorumlake.pipelines.app.lock import warehouse_lock
 
     with warehouse_lock(str(warehouse)):
         pass

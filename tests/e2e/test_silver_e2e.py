@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from contract.tables import BRONZE_SOURCES, by_name
-from pipelines import cli
+from quorumlake.contract.tables import BRONZE_SOURCES, by_name
+from quorumlake.pipelines.app import cli
 from tests import read_back
 
 SILVER = ("quorum_snapshots", "replica_states", "partition_states", "node_metrics", "quarantine")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from contract.tables import (
+from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_ISR_HEALTH,
     GOLD_METADATA_OFFSET_DIVERGENCE,
@@ -40,7 +40,7 @@ from contract.tables import (
     SILVER_QUARANTINE,
     SILVER_QUORUM_SNAPSHOTS,
 )
-from pipelines import cli
+from quorumlake.pipelines.app import cli
 from tests import read_back
 from tests.helpers import free_port
 from tests.live.kafka_cluster import METADATA_QUORUM, TOPICS, KafkaCluster, fetch

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines import cli
-from pipelines.bench import (
+from benchmarks.bench import (
     MARKER,
     REPLICAS_PER_SNAPSHOT,
     SIZES,
@@ -15,6 +14,7 @@ from pipelines.bench import (
     prepare_root,
     table,
 )
+from quorumlake.pipelines.app import cli
 
 
 @pytest.mark.parametrize("size", sorted(SIZES))

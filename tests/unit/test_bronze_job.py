@@ -1,12 +1,12 @@
-"""pipelines.bronze_job's chunk plan after a run that died (pure: no Spark)."""
+"""quorumlake.pipelines.jobs.bronze_job's chunk plan after a run that died (pure: no Spark)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from pipelines.bronze_job import GIVE_UP_AFTER, _key, _plan
-from pipelines.landing import LandingFile
-from pipelines.storage import Attempt
+from quorumlake.pipelines.jobs.bronze_job import GIVE_UP_AFTER, _key, _plan
+from quorumlake.pipelines.storage import Attempt
+from quorumlake.pipelines.storage.landing import LandingFile
 
 T = datetime(2026, 11, 24, tzinfo=timezone.utc)
 

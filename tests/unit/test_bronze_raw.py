@@ -1,4 +1,4 @@
-"""bronze.raw.build_raw_records on tiny binaryFile-shaped inputs."""
+"""quorumlake.bronze.raw.build_raw_records on tiny binaryFile-shaped inputs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bronze.raw import BINARY_FILE_SCHEMA, PIECE_SCHEMA, build_raw_records, gunzip, line_pieces
+from quorumlake.bronze.raw import BINARY_FILE_SCHEMA, PIECE_SCHEMA, build_raw_records, gunzip, line_pieces
 from tests.frames import assert_frames_equal
 from tests.helpers import ts
 
@@ -35,7 +35,7 @@ def records(spark, source: str, *entries: tuple[str, bytes]):
 
 
 def test_output_has_the_registry_columns(spark):
-    from contract.tables import BRONZE_QUORUM_RAW
+    from quorumlake.contract.tables import BRONZE_QUORUM_RAW
 
     out = records(spark, "quorum", ("q/a.jsonl", QUORUM_OK.encode()))
     assert out.columns == BRONZE_QUORUM_RAW.column_names
@@ -427,7 +427,7 @@ def test_gunzip_is_bounded_and_never_raises():
 
 
 def test_a_gzip_bomb_is_not_decompressed(spark):
-    from bronze.raw import MAX_DECOMPRESSED_BYTES
+    from quorumlake.bronze.raw import MAX_DECOMPRESSED_BYTES
 
     packer = zlib.compressobj(9, zlib.DEFLATED, 31)
     chunk = b"\x00" * (1 << 20)

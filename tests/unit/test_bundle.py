@@ -27,9 +27,9 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from contract.tables import GOLD_TABLES, LAYERS
-from gold.views import VIEWS
-from pipelines.cli import UsageError, build_parser
+from quorumlake.contract.tables import GOLD_TABLES, LAYERS
+from quorumlake.gold.views import VIEWS
+from quorumlake.pipelines.app.cli import UsageError, build_parser
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -611,7 +611,7 @@ def test_the_wheel_has_the_entry_points_and_no_spark(checkout_wheel):
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     runtime = [r for r in requires if "extra ==" not in r]
     assert not [r for r in runtime if re.search(r"pyspark|delta-spark", r)], "Databricks provides Spark and Delta"
-    assert any(n.startswith("expectations/") and n.endswith(".json") for n in names)
+    assert any(n.startswith("quorumlake/expectations/") and n.endswith(".json") for n in names)
 
 
 # --- alerts --------------------------------------------------------------------------------------------------------
@@ -735,7 +735,7 @@ def test_every_dataset_is_spark_sql_over_gold(name):
 
 
 def _registry_columns(name: str) -> set[str] | None:
-    from contract import tables
+    from quorumlake.contract import tables
 
     try:
         return set(tables.by_name(name).column_names)

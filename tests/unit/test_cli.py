@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from contract.tables import LAYERS
-from pipelines import cli
+from quorumlake.contract.tables import LAYERS
+from quorumlake.pipelines.app import cli
 from tests.helpers import quorumlake
 
 
@@ -74,7 +74,7 @@ def test_bad_config_files_are_one_line_errors(tmp_path):
 
 
 def test_config_file_settings_apply(tmp_path):
-    from pipelines.config import build_config
+    from quorumlake.pipelines.config import build_config
 
     path = tmp_path / "q.toml"
     path.write_text('warehouse = "/wh"\n[quorumlake]\nwindow_minutes = 10\n')

@@ -13,11 +13,11 @@ import uuid
 import pytest
 from kafka.protocol.admin import DescribeQuorumResponse
 
+from quorumlake.collector.landing import Landing, safe_segment, write_atomically
+from quorumlake.collector.quorum import ZERO_UUID, kafka_uuid, render_response
+from quorumlake.collector.runner import CollectOptions, Collector
+from quorumlake.collector.settings import SettingsError, load_settings, read_properties
 from tests.helpers import free_port, quorumlake
-from tools.collect.landing import Landing, safe_segment, write_atomically
-from tools.collect.quorum import ZERO_UUID, kafka_uuid, render_response
-from tools.collect.runner import CollectOptions, Collector
-from tools.collect.settings import SettingsError, load_settings, read_properties
 
 Topic = DescribeQuorumResponse.TopicData
 Partition = Topic.PartitionData

@@ -1,11 +1,11 @@
-"""pipelines.config: settings that reach SQL (catalog, schema prefix, paths) are validated before any statement is
+"""quorumlake.pipelines.config: settings that reach SQL (catalog, schema prefix, paths) are validated before any statement is
 built, so an injection attempt is a one-line configuration error (exit 2), never SQL."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipelines.config import Config, ConfigError, build_config
+from quorumlake.pipelines.config import Config, ConfigError, build_config
 from tests.helpers import quorumlake
 
 INJECTIONS = [

@@ -1,5 +1,5 @@
 """The contract in code: every layer's `build_*` function returns exactly the columns, in order, and the types its
-table declares in the registry (`contract.tables`), and every quarantine row it rejects has silver.quarantine's.
+table declares in the registry (`quorumlake.contract.tables`), and every quarantine row it rejects has silver.quarantine's.
 
 Each builder is given empty inputs shaped like the tables it reads (their declared schemas), so only Spark's
 analysis runs: no job, no data. Nullability is not compared (Delta keeps the declared one on write).
@@ -12,17 +12,17 @@ from datetime import datetime
 import pytest
 from pyspark.sql import DataFrame
 
-from bronze.raw import BINARY_FILE_SCHEMA, FORMATS, build_raw_records
-from contract import tables as t
-from gold.controller import build_controller_health
-from gold.divergence import build_metadata_offset_divergence
-from gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
-from gold.quorum import build_quorum_health, build_quorum_status
-from gold.replicas import build_replica_lag_sli
-from silver.common import QUARANTINE_COLUMNS
-from silver.metrics import build_node_metrics
-from silver.partitions import build_partition_states
-from silver.quorum import build_quorum_snapshots
+from quorumlake.bronze.raw import BINARY_FILE_SCHEMA, FORMATS, build_raw_records
+from quorumlake.contract import tables as t
+from quorumlake.gold.controller import build_controller_health
+from quorumlake.gold.divergence import build_metadata_offset_divergence
+from quorumlake.gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
+from quorumlake.gold.quorum import build_quorum_health, build_quorum_status
+from quorumlake.gold.replicas import build_replica_lag_sli
+from quorumlake.silver.common import QUARANTINE_COLUMNS
+from quorumlake.silver.metrics import build_node_metrics
+from quorumlake.silver.partitions import build_partition_states
+from quorumlake.silver.quorum import build_quorum_snapshots
 
 RUN_AT = datetime(2026, 11, 26, 12, 0)
 

@@ -1,10 +1,10 @@
-"""contract.tables: the registry's clustering keys are usable liquid-clustering keys for every table."""
+"""quorumlake.contract.tables: the registry's clustering keys are usable liquid-clustering keys for every table."""
 
 from __future__ import annotations
 
 import pytest
 
-from contract.tables import ALL_TABLES, GOLD_CONTROLLER_HEALTH, GOLD_TABLES
+from quorumlake.contract.tables import ALL_TABLES, GOLD_CONTROLLER_HEALTH, GOLD_TABLES
 
 CLUSTERABLE_TYPES = ("STRING", "INT", "BIGINT", "TIMESTAMP", "DATE", "BOOLEAN", "DOUBLE")
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from contract.tables import (
+from quorumlake.contract.tables import (
     SILVER_NODE_METRICS,
     SILVER_PARTITION_STATES,
     SILVER_QUORUM_SNAPSHOTS,
     SILVER_REPLICA_STATES,
     by_name,
 )
-from expectations.rules import Rule, Suite, load_suite, rule_params, with_failed_rules
-from silver.common import row_failures
+from quorumlake.expectations.rules import Rule, Suite, load_suite, rule_params, with_failed_rules
+from quorumlake.silver.common import row_failures
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -278,7 +278,7 @@ def flagged(spark):
 
 
 def test_every_suite_file_is_covered_and_every_rule_has_a_case():
-    files = sorted(f.name for f in resources.files("expectations").iterdir() if f.name.endswith(".json"))
+    files = sorted(f.name for f in resources.files("quorumlake.expectations").iterdir() if f.name.endswith(".json"))
     assert files == sorted(t.replace(".", "_") + ".json" for t in TABLES)
     for table in TABLES:
         assert set(CASES[table]) == {rule.name for rule in load_suite(table).rules}, table
@@ -297,7 +297,7 @@ def test_rule_has_a_passing_and_a_failing_row(flagged, table, rule):
 
 @pytest.mark.parametrize("table", TABLES)
 def test_great_expectations_counts_the_same_failures_as_the_row_level_split(spark, flagged, table):
-    from expectations.gx_runner import GxValidator
+    from quorumlake.expectations.gx_runner import GxValidator
 
     suite = load_suite(table)
     outcomes = GxValidator().validate(table_rows(spark, table), suite, PARAMS)
@@ -323,7 +323,7 @@ def _spark_jobs(spark, action, group: str) -> int:
 
 
 def test_stated_predicates_are_counted_with_the_built_in_rules_and_cost_no_job_of_their_own(spark):
-    from expectations.gx_runner import GxValidator
+    from quorumlake.expectations.gx_runner import GxValidator
 
     table = SILVER_PARTITION_STATES.name
     suite = load_suite(table)
@@ -387,7 +387,7 @@ def test_great_expectations_is_imported_in_the_background_and_a_validator_waits_
     # a process of its own: this one imported Great Expectations long ago
     code = (
         "import sys\n"
-        "from expectations import gx_runner\n"
+        "from quorumlake.expectations import gx_runner\n"
         "gx_runner.warm_up()\n"
         "thread = gx_runner._importing\n"
         "assert thread is not None and thread.daemon\n"

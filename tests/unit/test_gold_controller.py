@@ -1,4 +1,4 @@
-"""gold.controller: build_controller_health (gold.controller_health, one row per node per window) on tiny
+"""quorumlake.gold.controller: build_controller_health (gold.controller_health, one row per node per window) on tiny
 silver.node_metrics rows, and from real JMX exporter text in both namings (tests/data/jmx_exporter: Strimzi rules
 and the exporter's default names) through silver's parser.
 
@@ -13,9 +13,9 @@ import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from contract.tables import GOLD_CONTROLLER_HEALTH
-from gold.controller import build_controller_health
-from silver.metrics import build_node_metrics
+from quorumlake.contract.tables import GOLD_CONTROLLER_HEALTH
+from quorumlake.gold.controller import build_controller_health
+from quorumlake.silver.metrics import build_node_metrics
 from tests.frames import assert_frames_equal
 from tests.helpers import ts
 

@@ -1,4 +1,4 @@
-"""gold.divergence: build_metadata_offset_divergence (gold.metadata_offset_divergence, one row per node scrape,
+"""quorumlake.gold.divergence: build_metadata_offset_divergence (gold.metadata_offset_divergence, one row per node scrape,
 KIP-835) on tiny silver.node_metrics rows.
 
 Each node scrape is paired with the active controller's scrape (controller_active_controller_count = 1) nearest in
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from gold.divergence import build_metadata_offset_divergence
+from quorumlake.gold.divergence import build_metadata_offset_divergence
 from tests.frames import assert_frames_equal
 
 METRICS = "cluster_id STRING, node_id INT, scraped_at TIMESTAMP, metric STRING, value DOUBLE, node_role STRING"
@@ -158,7 +158,7 @@ def test_pairing_matches_a_brute_force_search_across_many_scrapes(spark):
 
 
 def test_the_scope_of_changed_scrapes_is_their_span_per_cluster_widened_by_the_tolerance(spark):
-    from gold.divergence import divergence_scope
+    from quorumlake.gold.divergence import divergence_scope
 
     changes = spark.createDataFrame(
         [

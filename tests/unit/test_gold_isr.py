@@ -1,4 +1,4 @@
-"""gold.isr: build_isr_health / build_isr_health_by_topic (counts of flags per snapshot) and
+"""quorumlake.gold.isr: build_isr_health / build_isr_health_by_topic (counts of flags per snapshot) and
 build_at_min_isr_episodes (gold.at_min_isr_episodes), on tiny silver.partition_states rows.
 
 The three examples are KIP-427's ("Examples", one partition each, one broker failing per step), one snapshot a
@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
+from quorumlake.gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
 from tests.frames import assert_frames_equal
 
 FLAGS = "is_offline BOOLEAN, is_under_min_isr BOOLEAN, is_at_min_isr BOOLEAN, is_under_replicated BOOLEAN"
@@ -314,13 +314,13 @@ def test_episode_scope_starts_at_the_episode_a_change_falls_in_else_at_the_chang
         ],
         SCOPE,
     )
-    from gold.isr import episode_scope
+    from quorumlake.gold.isr import episode_scope
 
     assert_frames_equal(episode_scope(changes, episodes), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_earlier_starts_are_the_episodes_within_the_flap_window_before_the_scope(spark):
-    from gold.isr import earlier_starts
+    from quorumlake.gold.isr import earlier_starts
 
     scope = spark.createDataFrame([("c1", "t", 0, t(60))], SCOPE)
     episodes = spark.createDataFrame(

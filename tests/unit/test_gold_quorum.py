@@ -1,4 +1,4 @@
-"""gold.quorum: follower_lag / build_quorum_status (gold.quorum_status) and build_quorum_health (gold.quorum_health)
+"""quorumlake.gold.quorum: follower_lag / build_quorum_status (gold.quorum_status) and build_quorum_health (gold.quorum_health)
 on tiny silver-shaped rows.
 
 MaxFollowerLag / MaxFollowerLagTimeMs follow docs/kafka-surfaces.md §3.4: voters only (leader included), the voter with
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from contract.tables import GOLD_QUORUM_STATUS
-from gold.quorum import build_quorum_health, build_quorum_status, follower_lag
+from quorumlake.contract.tables import GOLD_QUORUM_STATUS
+from quorumlake.gold.quorum import build_quorum_health, build_quorum_status, follower_lag
 from tests.frames import assert_frames_equal
 from tests.helpers import at
 
@@ -443,7 +443,7 @@ def test_windows_are_epoch_aligned_for_5_and_1_minute_settings(spark):
 
 
 def test_voters_within_the_replica_slo_recount_snapshots_with_replica_rows_only(spark):
-    from gold.quorum import with_voters_within_slo
+    from quorumlake.gold.quorum import with_voters_within_slo
 
     rows = "cluster_id STRING, collected_at TIMESTAMP, voters_within_slo INT"
     status_rows = spark.createDataFrame([("a", COLLECTED, 1), ("cli", COLLECTED, None), ("err", COLLECTED, 0)], rows)

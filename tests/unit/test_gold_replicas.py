@@ -1,11 +1,11 @@
-"""gold.replicas: build_replica_lag_sli (gold.replica_lag_sli, one row per replica per window) on tiny
+"""quorumlake.gold.replicas: build_replica_lag_sli (gold.replica_lag_sli, one row per replica per window) on tiny
 silver.replica_states rows. Percentiles are nearest-rank; maxima and percentiles ignore unknown (NULL) values; an
 unknown caught-up lag is never good; `sli` = good / snapshots.
 """
 
 from __future__ import annotations
 
-from gold.replicas import build_replica_lag_sli
+from quorumlake.gold.replicas import build_replica_lag_sli
 from tests.frames import assert_frames_equal
 from tests.helpers import at
 

@@ -11,7 +11,7 @@ from chispa import assert_df_equality
 from py4j.protocol import Py4JError
 from pyspark.sql import functions as F
 
-from pipelines.jvm_lookups import remember_lookups
+from quorumlake.pipelines.engine.jvm_lookups import remember_lookups
 
 
 @contextlib.contextmanager

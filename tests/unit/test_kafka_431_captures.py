@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from silver.cli_text import parse_replication, parse_status, parse_topics
-from silver.prometheus_text import canonical_metric, node_role, parse_exposition
+from quorumlake.silver.cli_text import parse_replication, parse_status, parse_topics
+from quorumlake.silver.prometheus_text import canonical_metric, node_role, parse_exposition
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kafka-4.3.1"
 CAPTURED_AT = 1795418321020  # shortly after the after-election captures

@@ -7,7 +7,7 @@ import os
 import time
 from datetime import datetime, timedelta, timezone
 
-from pipelines.landing import chunks, list_landing, read_file, scan_landing
+from quorumlake.pipelines.storage.landing import chunks, list_landing, read_file, scan_landing
 
 
 def test_listing_skips_hidden_files_and_names_each_problem(tmp_path):

@@ -1,10 +1,15 @@
-"""The seams of the code, read from its source (no Spark): one way into storage, pure layers, a registry below all.
+"""The seams of the code, read from its source (no Spark): one import namespace, pure layers, one way into storage,
+a registry below all, and no import circle.
 
-- Only `pipelines/storage/` (every read, write, MERGE and checkpoint), `pipelines/session.py` (starts the engine)
-  and `pipelines/sql_guard.py` (serves it) import Delta's Python API, run SQL through a session (`spark.sql(...)`),
-  or reach into the JVM (`_jvm`, `_jsparkSession`).
-- `bronze`, `silver`, `gold`, `expectations` and the tools (`tools`: simulator, collector, report) never import
-  `pipelines`; `contract` imports nothing of the project.
+- Every module of the product is imported as `quorumlake.<...>`; no module imports a bare top-level folder name
+  (`pipelines`, `gold`, ...), which another library could shadow.
+- Only `pipelines/storage/` (every read, write, MERGE and checkpoint), `pipelines/engine/` (starts the engine) and
+  `pipelines/serving/` (serves it) import Delta's Python API, run SQL through a session (`spark.sql(...)`), or reach
+  into the JVM (`_jvm`, `_jsparkSession`); only `pipelines/storage/` names a table's `_delta_log`.
+- `bronze`, `silver`, `gold`, `expectations`, `simulator`, `collector` and `report` never import `pipelines`;
+  `contract` imports nothing of the project.
+- Inside `pipelines`, imports point down: app -> jobs, serving -> storage -> engine -> config, errors, progress.
+- `benchmarks/` is not part of the product: nothing of it imports it but the thin `quorumlake bench` entry.
 """
 
 from __future__ import annotations
@@ -15,27 +20,63 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("contract", "bronze", "silver", "gold", "expectations", "tools", "pipelines")
-ENGINE_MODULES = ("pipelines/storage/", "pipelines/session.py", "pipelines/sql_guard.py")
+# source folder -> the import name it installs as (pyproject.toml, [tool.setuptools] package-dir)
+SOURCES = {
+    "quorumlake": "quorumlake",
+    "bronze": "quorumlake.bronze",
+    "silver": "quorumlake.silver",
+    "gold": "quorumlake.gold",
+    "expectations": "quorumlake.expectations",
+    "pipelines": "quorumlake.pipelines",
+    "benchmarks": "benchmarks",
+}
+OWN = ("quorumlake", "benchmarks")
+BARE = ("pipelines", "bronze", "silver", "gold", "expectations", "contract", "tools")
+ENGINE_MODULES = ("pipelines/storage/", "pipelines/engine/", "pipelines/serving/")
 JVM_ATTRIBUTES = {"_jvm", "_jsparkSession", "_jsc"}
+PURE = ("bronze", "silver", "gold", "expectations", "simulator", "collector", "report")
+# inside pipelines: a sub-package and what it must not import
+PIPELINES_DOWNWARD = {
+    "engine": ("app", "jobs", "storage", "serving"),
+    "storage": ("app", "jobs", "serving"),
+    "jobs": ("app", "serving"),
+    "serving": ("app", "jobs"),
+}
+PIPELINES_BASE = ("config", "errors", "progress")
 
 
 def _sources() -> list[Path]:
-    return sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
+    return sorted(p for folder in SOURCES for p in (ROOT / folder).rglob("*.py"))
 
 
 def _relative(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
-def _imports(tree: ast.AST) -> set[str]:
+def _module(path: Path) -> str:
+    folder, *rest = path.relative_to(ROOT).with_suffix("").parts
+    parts = [SOURCES[folder], *rest]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(tree: ast.AST, members: bool = False) -> set[str]:
+    """Every module name imported anywhere in the module (functions included); with `members`, `from x import y` also
+    as `x.y` (y may be a module)."""
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module)
+            if members:
+                names |= {f"{node.module}.{alias.name}" for alias in node.names}
     return names
+
+
+def _tree(path: Path) -> ast.AST:
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def _engine_uses(tree: ast.AST) -> list[str]:
@@ -52,14 +93,84 @@ def _engine_uses(tree: ast.AST) -> list[str]:
     return found
 
 
+def _graph() -> dict[str, set[str]]:
+    """module -> the project's modules it imports."""
+    modules = {_module(p): p for p in _sources()}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in _imports(_tree(path), members=True):
+            # `from quorumlake.gold import isr` names the module quorumlake.gold.isr; `from x import f` only x
+            while imported and imported not in modules:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
 def test_the_sources_are_found():
-    names = {_relative(p) for p in _sources()}
-    assert {"pipelines/storage/writes.py", "contract/tables.py", "gold/isr.py"} <= names
+    names = {_module(p) for p in _sources()}
+    assert {
+        "quorumlake.pipelines.storage.writes",
+        "quorumlake.contract.tables",
+        "quorumlake.gold.isr",
+        "quorumlake.simulator.fleet",
+        "benchmarks.bench",
+    } <= names
+
+
+@pytest.mark.parametrize("path", _sources(), ids=_relative)
+def test_every_import_of_the_project_goes_through_the_quorumlake_namespace(path):
+    bare = sorted(name for name in _imports(_tree(path)) if name.split(".")[0] in BARE)
+    assert bare == []
 
 
 @pytest.mark.parametrize("path", [p for p in _sources() if not _relative(p).startswith(ENGINE_MODULES)], ids=_relative)
 def test_only_the_storage_and_engine_modules_touch_delta_sql_or_the_jvm(path):
-    assert _engine_uses(ast.parse(path.read_text(encoding="utf-8"))) == []
+    assert _engine_uses(_tree(path)) == []
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in _sources() if not _relative(p).startswith("pipelines/storage/")], ids=_relative
+)
+def test_only_storage_names_the_delta_log(path):
+    assert "_delta_log" not in path.read_text(encoding="utf-8")
 
 
 def test_the_check_sees_what_it_forbids():
@@ -71,15 +182,47 @@ def test_the_check_sees_what_it_forbids():
     )
     assert len(_engine_uses(tree)) == 4
     assert _engine_uses(ast.parse("df.where(bounds.sql())\nF.expr('x')\n")) == []
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-@pytest.mark.parametrize("package", ["bronze", "silver", "gold", "expectations", "tools", "contract"])
-def test_layers_and_the_registry_do_not_import_upward(package):
-    forbidden = {"pipelines"} if package != "contract" else set(PACKAGES) - {"contract"}
+def test_no_import_circle():
+    assert _cycles(_graph()) == []
+
+
+def _violations(prefix: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    graph = _graph()
     wrong = {
-        _relative(path): sorted(
-            name for name in _imports(ast.parse(path.read_text(encoding="utf-8"))) if name.split(".")[0] in forbidden
-        )
-        for path in (ROOT / package).rglob("*.py")
+        module: sorted(t for t in targets if t.startswith(forbidden))
+        for module, targets in graph.items()
+        if module == prefix or module.startswith(prefix + ".")
     }
-    assert {path: names for path, names in wrong.items() if names} == {}
+    return {module: names for module, names in wrong.items() if names}
+
+
+@pytest.mark.parametrize("package", PURE)
+def test_the_layers_and_tools_do_not_import_the_pipelines(package):
+    assert _violations(f"quorumlake.{package}", ("quorumlake.pipelines", "benchmarks")) == {}
+
+
+def test_the_registry_imports_nothing_of_the_project():
+    assert _violations("quorumlake.contract", OWN) == {}
+
+
+@pytest.mark.parametrize("package", sorted(PIPELINES_DOWNWARD))
+def test_pipelines_imports_point_down(package):
+    forbidden = tuple(f"quorumlake.pipelines.{name}" for name in PIPELINES_DOWNWARD[package]) + ("benchmarks",)
+    assert _violations(f"quorumlake.pipelines.{package}", forbidden) == {}
+
+
+@pytest.mark.parametrize("module", PIPELINES_BASE)
+def test_the_pipelines_base_modules_import_no_other_part_of_pipelines(module):
+    assert _violations(f"quorumlake.pipelines.{module}", ("quorumlake.pipelines",)) == {}
+
+
+def test_only_the_bench_entry_imports_the_benchmarks():
+    graph = _graph()
+    importers = sorted(
+        m for m, targets in graph.items() if not m.startswith("benchmarks") and "benchmarks.bench" in targets
+    )
+    assert importers == ["quorumlake.pipelines.app.commands"]

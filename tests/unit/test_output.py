@@ -1,11 +1,11 @@
-"""pipelines.output: what the commands print (query results in three formats, a run's summary)."""
+"""quorumlake.pipelines.app.output: what the commands print (query results in three formats, a run's summary)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from pipelines.output import format_rows, run_summary
-from pipelines.run import TableSummary
+from quorumlake.pipelines.app.output import format_rows, run_summary
+from quorumlake.pipelines.jobs.run import TableSummary
 
 
 def test_format_rows_table_csv_json():

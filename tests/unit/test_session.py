@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import session
+from quorumlake.pipelines.engine import session
 from tests.helpers import checkpointed_rdd
 
 
@@ -64,7 +64,7 @@ def test_the_suite_session_runs_the_jvm_options_of_a_small_run(spark):
 
 
 def test_java_options_come_after_quorumlake_s_own(tmp_path):
-    from pipelines.config import Config
+    from quorumlake.pipelines.config import Config
 
     config = Config(warehouse=str(tmp_path), java_options="-Xss4m -XX:+UseParallelGC")
     options = dict(session._local_builder(config, "t")._options)["spark.driver.extraJavaOptions"]
@@ -74,7 +74,7 @@ def test_java_options_come_after_quorumlake_s_own(tmp_path):
 
 
 def test_the_demo_runs_the_jvm_of_a_small_run(tmp_path):
-    from pipelines.commands import demo_config
+    from quorumlake.pipelines.app.commands import demo_config
 
     assert demo_config(tmp_path).java_options == session.SMALL_RUN_JAVA_OPTIONS
 
@@ -122,8 +122,8 @@ def test_a_small_local_run_keeps_a_local_checkpoint_until_the_run_ends(spark):
 def test_what_a_run_cached_and_did_not_release_is_dropped_when_it_ends(
     spark, make_lakehouse, tmp_path, monkeypatch, request, keep
 ):
-    from pipelines import run
-    from pipelines.storage import Lakehouse
+    from quorumlake.pipelines.jobs import run
+    from quorumlake.pipelines.storage import Lakehouse
 
     if keep == "persist":
         request.getfixturevalue("persisting")

@@ -1,10 +1,10 @@
-"""silver.cli_text: the kafka-metadata-quorum and kafka-topics capture parsers (plain Python, no Spark)."""
+"""quorumlake.silver.cli_text: the kafka-metadata-quorum and kafka-topics capture parsers (plain Python, no Spark)."""
 
 from __future__ import annotations
 
 import pytest
 
-from silver.cli_text import CaptureError, parse_replication, parse_status, parse_topics
+from quorumlake.silver.cli_text import CaptureError, parse_replication, parse_status, parse_topics
 from tests.captures import REPLICATION_39, REPLICATION_HUMAN, STATUS_38, STATUS_39, TOPICS_38
 
 COLLECTED_AT_MS = 1730000000500

@@ -1,10 +1,10 @@
-"""silver.common: helpers shared by the silver builders."""
+"""quorumlake.silver.common: helpers shared by the silver builders."""
 
 from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from silver.common import parsed_once
+from quorumlake.silver.common import parsed_once
 from tests.frames import assert_frames_equal
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from pyspark.sql import types as T
 
-from silver.udf_guard import guarded, out_of_range
+from quorumlake.silver.udf_guard import guarded, out_of_range
 from tests.captures import REPLICATION_39
 from tests.helpers import set_field
 from tests.unit import test_silver_metrics as metrics

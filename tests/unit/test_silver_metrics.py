@@ -1,4 +1,4 @@
-"""silver.metrics: build_node_metrics (silver.node_metrics) on tiny bronze rows: Prometheus scrapes in the Strimzi
+"""quorumlake.silver.metrics: build_node_metrics (silver.node_metrics) on tiny bronze rows: Prometheus scrapes in the Strimzi
 and the exporter's default naming (the docs/kafka-surfaces.md §6.4 examples under tests/data/landing/metrics), Jolokia
 reads, node roles, per-line quarantine of a scrape, and special float values."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from silver.metrics import build_node_metrics
+from quorumlake.silver.metrics import build_node_metrics
 from tests.frames import check_rows
 from tests.helpers import RUN_1, RUN_2, read_text, ts
 

@@ -1,4 +1,4 @@
-"""silver.partitions: build_partition_states (silver.partition_states) on tiny bronze rows; the KIP-427 flags as
+"""quorumlake.silver.partitions: build_partition_states (silver.partition_states) on tiny bronze rows; the KIP-427 flags as
 kafka-topics decides them (docs/contract.md §2, docs/kafka-surfaces.md §5.2, the examples of KIP-427)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from silver.partitions import build_partition_states, topics_capture
+from quorumlake.silver.partitions import build_partition_states, topics_capture
 from tests.captures import TOPICS_38
 from tests.frames import check_rows
 from tests.helpers import RUN_1, RUN_2, ts

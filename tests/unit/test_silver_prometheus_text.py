@@ -1,4 +1,4 @@
-"""silver.prometheus_text: exposition parsing and canonical metric names (plain Python, no Spark)."""
+"""quorumlake.silver.prometheus_text: exposition parsing and canonical metric names (plain Python, no Spark)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from silver.prometheus_text import canonical_from_mbean, canonical_metric, node_role, parse_exposition, sanitize
+from quorumlake.silver.prometheus_text import (
+    canonical_from_mbean,
+    canonical_metric,
+    node_role,
+    parse_exposition,
+    sanitize,
+)
 
 # docs/kafka-surfaces.md §6.4, Strimzi rules, jmx_exporter 1.x, combined node 3002 (HELP lines too long for the
 # source).

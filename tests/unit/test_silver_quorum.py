@@ -1,4 +1,4 @@
-"""silver.quorum: build_quorum_snapshots (silver.quorum_snapshots, silver.replica_states) on tiny bronze rows, and
+"""quorumlake.silver.quorum: build_quorum_snapshots (silver.quorum_snapshots, silver.replica_states) on tiny bronze rows, and
 the pure-Python cli_snapshot. Scenario of docs/kafka-surfaces.md §1.5 and §3: voters 3000, 3001, 3002; leader 3002 in
 epoch 7 (listed last in the response); HW 18542; voter 3001 behind; broker 0 an observer; leader clock 1730000000500.
 """
@@ -13,8 +13,8 @@ from datetime import datetime
 import pytest
 from pyspark.sql import DataFrame
 
-from silver.quorum import build_quorum_snapshots as build
-from silver.quorum import cli_snapshot
+from quorumlake.silver.quorum import build_quorum_snapshots as build
+from quorumlake.silver.quorum import cli_snapshot
 from tests.captures import REPLICATION_39, REPLICATION_HUMAN, STATUS_38, STATUS_39
 from tests.frames import check_rows
 from tests.helpers import RUN_1, RUN_2, ts
@@ -194,7 +194,7 @@ def capture(
 
 
 # Every test's bronze rows are built in one input frame, once per module (`built`): one plan and three Spark actions
-# for the module instead of a plan and a handful of actions per test (building silver.quorum's plan alone is ~2 s).
+# for the module instead of a plan and a handful of actions per test (building quorumlake.silver.quorum's plan alone is ~2 s).
 CASES: list[Callable[[], list[tuple]]] = []
 MARK = re.compile("\u00a7[0-9]+\u00a7")  # §<case>§, put before a case's record ids and clusters
 

@@ -1,4 +1,4 @@
-"""The fleet simulator (`tools.simulator`): determinism, landing-format fidelity, scenario signatures.
+"""The fleet simulator (`quorumlake.simulator`): determinism, landing-format fidelity, scenario signatures.
 
 Plain pytest, no Spark. One eight-scenario fleet (one cluster per scenario, one hour) is generated once per module
 and read by most tests; format tests also render the constructed examples of docs/kafka-surfaces.md byte for byte.
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from quorumlake.simulator import SCENARIOS, FleetSpec, generate
+from quorumlake.simulator.cluster import QuorumView, ReplicaView
+from quorumlake.simulator.metrics import java_double
+from quorumlake.simulator.quorum import describe_quorum_response, replication_text, status_text
+from quorumlake.simulator.topology import ClusterTopology, hashmap_order
 from tests.captures import REPLICATION_39, REPLICATION_HUMAN, STATUS_39
 from tests.helpers import read_text
-from tools.simulator import SCENARIOS, FleetSpec, generate
-from tools.simulator.cluster import QuorumView, ReplicaView
-from tools.simulator.metrics import java_double
-from tools.simulator.quorum import describe_quorum_response, replication_text, status_text
-from tools.simulator.topology import ClusterTopology, hashmap_order
 
 ALL = FleetSpec(clusters=len(SCENARIOS), scenarios=tuple(SCENARIOS))
 INTERVAL_MS = ALL.interval_s * 1000
@@ -740,7 +740,7 @@ CONTROLLER_HEALTH_METRICS = {
 
 def test_controller_scrapes_carry_the_controller_health_metrics_in_both_namings(fleet):
     """What gold.controller_health reads: every controller scrape of the demo fleet, Strimzi or default names."""
-    from silver.prometheus_text import canonical_metric, parse_exposition
+    from quorumlake.silver.prometheus_text import canonical_metric, parse_exposition
 
     namings = set()
     for path in files(fleet.root / "metrics", r"\.prom(\.gz)?$"):
@@ -756,7 +756,7 @@ def test_controller_scrapes_carry_the_controller_health_metrics_in_both_namings(
 
 
 def test_files_are_written_under_a_hidden_name_then_renamed(tmp_path):
-    from tools.simulator.writer import LandingWriter
+    from quorumlake.simulator.writer import LandingWriter
 
     writer = LandingWriter(tmp_path)
     writer.append_line("q", "quorum/a.jsonl", "one", "describe_quorum_json", compress=False)

@@ -1,4 +1,4 @@
-"""pipelines.sql_guard: what `quorumlake serve` lets through (with Spark's real SQL parser), its authentication
+"""quorumlake.pipelines.serving.sql_guard: what `quorumlake serve` lets through (with Spark's real SQL parser), its authentication
 settings, and the CLI's refusal to serve a non-loopback address without authentication."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from pipelines.sql_guard import (
+from quorumlake.pipelines.serving.sql_guard import (
     NO_METASTORE_RETRIES,
     AuthConfigError,
     ReadOnlyViolation,

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from contract.tables import BRONZE_QUORUM_RAW
-from pipelines.session import KEEP_AS_CHECKPOINT, release_all
-from pipelines.storage import PARQUET_TO_LANDING, Bounds, Lakehouse
+from quorumlake.contract.tables import BRONZE_QUORUM_RAW
+from quorumlake.pipelines.engine.session import KEEP_AS_CHECKPOINT, release_all
+from quorumlake.pipelines.storage import PARQUET_TO_LANDING, Bounds, Lakehouse
 from tests.frames import assert_frames_equal
 from tests.helpers import checkpointed_rdd
 
@@ -358,8 +358,8 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
 
 
 def test_a_full_refresh_is_sized_by_the_tables_it_rereads(spark, make_lakehouse, tmp_path):
-    from contract.tables import ALL_TABLES
-    from pipelines.run import rebuild_size
+    from quorumlake.contract.tables import ALL_TABLES
+    from quorumlake.pipelines.jobs.run import rebuild_size
 
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables(ALL_TABLES)
@@ -376,8 +376,8 @@ def test_a_full_refresh_is_sized_by_the_tables_it_rereads(spark, make_lakehouse,
 
 
 def test_a_new_warehouse_records_its_table_definitions_with_the_first_progress_commit(spark, make_lakehouse, tmp_path):
-    from contract.tables import ALL_TABLES, PIPELINE_RUNS
-    from pipelines.storage import registry_fingerprint
+    from quorumlake.contract.tables import ALL_TABLES, PIPELINE_RUNS
+    from quorumlake.pipelines.storage import registry_fingerprint
 
     def records(lakehouse):
         return {
@@ -410,7 +410,7 @@ def test_a_new_warehouse_records_its_table_definitions_with_the_first_progress_c
 
 
 def _ledger(lakehouse) -> dict[tuple[str, str], tuple]:
-    from contract.tables import PIPELINE_RUNS
+    from quorumlake.contract.tables import PIPELINE_RUNS
 
     return {
         (r["consumer"], r["source_table"]): (r["run_at"], r["source_version"], r["fingerprint"])
@@ -421,7 +421,7 @@ def _ledger(lakehouse) -> dict[tuple[str, str], tuple]:
 def test_held_progress_records_go_with_the_ledger_s_next_commit_which_keeps_every_other_record(
     spark, make_lakehouse, tmp_path
 ):
-    from contract.tables import PIPELINE_RUNS
+    from quorumlake.contract.tables import PIPELINE_RUNS
 
     first_run, second_run = (datetime(2024, 10, 27, hour, tzinfo=timezone.utc) for hour in (3, 4))
     read_back = second_run.replace(tzinfo=None)  # as Spark returns it (the tests' zone is UTC)
@@ -477,8 +477,8 @@ def test_held_progress_records_go_with_the_ledger_s_next_commit_which_keeps_ever
 def test_a_run_whose_layer_fails_keeps_the_progress_of_the_layers_before_it(
     spark, make_lakehouse, tmp_path, monkeypatch
 ):
-    from contract.tables import PIPELINE_RUNS
-    from pipelines import run
+    from quorumlake.contract.tables import PIPELINE_RUNS
+    from quorumlake.pipelines.jobs import run
 
     def silver(lakehouse, progress, timings):
         lakehouse.save_progress("silver", {"bronze.quorum_raw": 1}, hold=True)
@@ -507,7 +507,7 @@ def test_a_run_whose_layer_fails_keeps_the_progress_of_the_layers_before_it(
 def test_bringing_tables_to_their_definitions_commits_only_what_differs(spark, make_lakehouse, tmp_path):
     import dataclasses
 
-    from contract.tables import ALL_TABLES, BRONZE_METRICS_RAW
+    from quorumlake.contract.tables import ALL_TABLES, BRONZE_METRICS_RAW
 
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables(ALL_TABLES)
@@ -563,7 +563,7 @@ def test_a_classic_session_materializes_by_caching_and_leaves_no_scratch(spark, 
 
 
 def test_a_backlog_of_versions_is_cut_into_ranges_of_bounded_bytes_each_holding_a_commit():
-    from pipelines.storage import batches
+    from quorumlake.pipelines.storage import batches
 
     assert batches(-1, 3, {0: 0, 1: 100, 2: 100, 3: 100}, 150) == [(-1, 1), (1, 2), (2, 3)]
     assert batches(-1, 3, {0: 0, 1: 100, 2: 100, 3: 100}, 10**9) == [(-1, 3)]
@@ -577,7 +577,7 @@ def test_a_backlog_of_versions_is_cut_into_ranges_of_bounded_bytes_each_holding_
 
 
 def test_the_bytes_each_commit_added_match_delta_s_own_history(spark, make_lakehouse, tmp_path):
-    from contract.tables import PIPELINE_RUNS
+    from quorumlake.contract.tables import PIPELINE_RUNS
 
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables((PIPELINE_RUNS,))
@@ -602,7 +602,7 @@ def test_the_bytes_each_commit_added_match_delta_s_own_history(spark, make_lakeh
 
 
 def test_a_silver_batch_is_spread_over_partitions_of_bounded_bytes_only_when_it_is_big():
-    from pipelines.silver_job import spread
+    from quorumlake.pipelines.jobs.silver_job import spread
 
     assert spread(None, 100) == 0  # size unknown: as read
     assert spread(200, 100) == 0  # two partitions' worth: as read
@@ -613,7 +613,7 @@ def test_a_silver_batch_is_spread_over_partitions_of_bounded_bytes_only_when_it_
 def test_names_registered_over_existing_tables_carry_their_declared_columns_comments_and_layout(
     spark, make_lakehouse, tmp_path
 ):
-    from contract.tables import GOLD_QUORUM_STATUS
+    from quorumlake.contract.tables import GOLD_QUORUM_STATUS
 
     lakehouse = make_lakehouse(tmp_path / "landing")
     specs = (BRONZE_QUORUM_RAW, GOLD_QUORUM_STATUS)
@@ -637,8 +637,8 @@ def test_names_registered_over_existing_tables_carry_their_declared_columns_comm
 def test_a_table_created_from_its_template_is_the_table_sql_creates(spark, make_lakehouse, tmp_path, monkeypatch):
     import json
 
-    from contract.tables import ALL_TABLES, BRONZE_METRICS_RAW, GOLD_QUORUM_STATUS, SILVER_QUORUM_SNAPSHOTS
-    from pipelines.session import templates_home
+    from quorumlake.contract.tables import ALL_TABLES, BRONZE_METRICS_RAW, GOLD_QUORUM_STATUS, SILVER_QUORUM_SNAPSHOTS
+    from quorumlake.pipelines.engine.session import templates_home
 
     monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "cache" / "ivy"))  # no template yet
     specs = (BRONZE_QUORUM_RAW, SILVER_QUORUM_SNAPSHOTS, GOLD_QUORUM_STATUS)
