@@ -23,8 +23,9 @@ import pytest
 
 from quorumlake.contract.tables import ALL_TABLES
 from quorumlake.pipelines.app import cli
-from quorumlake.pipelines.app.commands import open_lakehouse, serve
+from quorumlake.pipelines.app.commands import open_lakehouse
 from quorumlake.pipelines.config import Config
+from quorumlake.pipelines.serving.server import serve
 from quorumlake.pipelines.serving.sql_guard import thrift_auth_settings
 from tests.helpers import accepts_connections, age_table_files, free_port, quorumlake
 
