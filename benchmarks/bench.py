@@ -144,7 +144,7 @@ def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
     results["history"] = history
 
     progress("bench: the demo fleet's run, and plain Delta touching every table of the contract")
-    from quorumlake.pipelines.engine.session import SMALL_RUN_JAVA_OPTIONS
+    from quorumlake.pipelines.engine.local import SMALL_RUN_JAVA_OPTIONS
     from quorumlake.simulator.demo import DEMO_FLEET
 
     demo = root / "demo"
@@ -337,7 +337,7 @@ def _tables(out: str, count: str) -> None:
     the fixed cost of touching that many tables, in a JVM tuned as the demo's small run is."""
     from pyspark.sql import functions as F
 
-    from quorumlake.pipelines.engine.session import SMALL_RUN_JAVA_OPTIONS
+    from quorumlake.pipelines.engine.local import SMALL_RUN_JAVA_OPTIONS
 
     spark = _session(out, SMALL_RUN_JAVA_OPTIONS)
     rows = spark.range(5).select(

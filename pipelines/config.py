@@ -69,7 +69,7 @@ class Config:
     # Options for the JVM of a local Spark driver, after quorumlake's own (not on Databricks or Spark Connect, whose
     # JVMs are started elsewhere), e.g. "-XX:+UseParallelGC". Empty: the JVM's defaults (the G1 collector), with which
     # the large fleet's backfill was measured in the default 1 GB heap. Runs known to be small take
-    # quorumlake.pipelines.engine.session.SMALL_RUN_JAVA_OPTIONS (the demo does; README "Performance").
+    # quorumlake.pipelines.engine.local.SMALL_RUN_JAVA_OPTIONS (the demo does; README "Performance").
     java_options: str = ""
     # A Spark Connect server to run on instead of starting Spark in this process (`sc://host:port`); the server must
     # have Delta (its SQL extension and catalog). Locally a stand-in for serverless (tests/e2e/test_connect.py).
@@ -92,12 +92,6 @@ class Config:
     stale_after_minutes: int = 15
     # min.insync.replicas for kafka-topics captures whose topic does not configure it (Kafka's default is 1).
     default_min_isr: int = 1
-    # Testing hook of the crash harness (tests/e2e/test_crash.py): the run kills itself with SIGKILL when it reaches
-    # the named point (see pipelines/faults.py). Never set in production.
-    crash_at: str | None = None
-    # Testing hook (pipelines/faults.py): the run raises an error where this names, as an unforeseen poison input
-    # would. Never set in production.
-    fail_on: str | None = None
     # The run's own time: every row written by this run carries it as `ingested_at`.
     run_at: datetime = field(default_factory=lambda: now_ms())
 

@@ -2,8 +2,9 @@
 # Create .venv at the repo root and install quorumlake with everything it needs to run and test.
 # Versions are pinned by constraints.txt (pip -c), so a fresh clone installs exactly what CI tested;
 # `--unpinned` resolves from pyproject.toml alone (used by `make constraints` to re-pin after an upgrade).
-# Then Spark is prepared once per machine and version: Delta's JVM jars are fetched from Maven Central and cached,
-# and a JVM class archive is built so that every later Spark start is faster (pipelines/session.py, `prepare`).
+# Then Spark is prepared once per machine and version: a first local start has Spark resolve Delta's JVM jars from
+# Maven Central into its cache, and a JVM class archive is built so that every later Spark start is faster
+# (pipelines/engine/local.py, `prepare`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -69,4 +70,4 @@ if ! ls .venv/lib/python*/site-packages/pyspark/__pycache__/*.pyc >/dev/null 2>&
   .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
     >/dev/null 2>&1 || true
 fi
-.venv/bin/python -m quorumlake.pipelines.engine.session
+.venv/bin/python -m quorumlake.pipelines.engine.local

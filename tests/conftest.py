@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from quorumlake.pipelines.config import Config
-from quorumlake.pipelines.engine.session import SMALL_RUN_JAVA_OPTIONS, get_spark, quiet
+from quorumlake.pipelines.engine.local import SMALL_RUN_JAVA_OPTIONS
+from quorumlake.pipelines.engine.session import get_spark, quiet
 from quorumlake.pipelines.storage import Lakehouse
 
 DATA = Path(__file__).parent / "data"

@@ -78,9 +78,9 @@ def set_field(partition: dict, path: str, value: Any) -> None:
 
 
 def checkpointed_rdd(df):
-    """The JVM RDD behind a frame kept as a local checkpoint (`quorumlake.pipelines.engine.session.cached` in a small local run), whose
-    plan is that one node; fails for any other frame."""
-    from quorumlake.pipelines.engine.session import checkpoint_rdd
+    """The JVM RDD behind a frame kept as a local checkpoint (`quorumlake.pipelines.engine.session.cached` in a small
+    local run), whose plan is that one node; fails for any other frame."""
+    from quorumlake.pipelines.engine.local import checkpoint_rdd
 
     plan = df._jdf.queryExecution().logical()
     assert plan.getClass().getSimpleName() == "LogicalRDD", plan.toString()

@@ -59,13 +59,7 @@ def open_lakehouse(config: Config, register: bool = True):
 def _spark(config: Config):
     from pyspark.sql import SparkSession
 
-    from quorumlake.pipelines.engine.session import (
-        get_spark,
-        on_databricks,
-        quiet,
-        runs_remotely,
-        start_with_output_to_log,
-    )
+    from quorumlake.pipelines.engine.session import get_spark, on_databricks, quiet, runs_remotely
 
     if runs_remotely(config):
         # Databricks hands us its session and a Connect server runs its JVM elsewhere: no JVM starts in this
@@ -73,6 +67,8 @@ def _spark(config: Config):
         if config.spark_remote and not on_databricks():
             _check_reachable(config.spark_remote)
         return get_spark(config)
+    from quorumlake.pipelines.engine.local import start_with_output_to_log
+
     if SparkSession.getActiveSession() is None:
         progress("starting Spark (the first run on a machine downloads Delta's jars from Maven Central)")
     spark = start_with_output_to_log(config, lambda: get_spark(config))
@@ -150,7 +146,7 @@ def sql(config: Config, query: str, fmt: str, limit: int) -> int:
 
     lakehouse = open_lakehouse(config)
     try:
-        df = lakehouse.query(query)
+        df = lakehouse.reads.query(query)
         rows = df.limit(limit).collect()
     except PySparkException as exc:
         raise UsageError(f"query failed: {one_line(exc)}") from None
@@ -232,7 +228,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def demo_config(root: Path) -> Config:
-    from quorumlake.pipelines.engine.session import SMALL_RUN_JAVA_OPTIONS
+    from quorumlake.pipelines.engine.local import SMALL_RUN_JAVA_OPTIONS
 
     # the demo fleet is small and known (13 MB): its JVM is tuned for a small run
     return build_config(
@@ -249,7 +245,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def write_report(lakehouse, out: Path) -> Path:
     from quorumlake.report.page import build_report, queries
 
-    data = {key: lakehouse.rows(sql) for key, sql in queries(lakehouse.name_of).items()}
+    data = {key: lakehouse.reads.rows(sql) for key, sql in queries(lakehouse.name_of).items()}
     html = build_report(data, lakehouse.config.quorum_lag_time_slo_ms, now_ms())
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
@@ -308,9 +304,9 @@ def maintenance(lakehouse, vacuum_hours: int, progress: Progress, now_s: float) 
     cutoff_s = now_s - vacuum_hours * 3600
 
     def maintain(spec) -> tuple[str, str]:
-        name = lakehouse.table_name(spec)
+        name = lakehouse.catalog.table_name(spec)
         progress(f"maintenance: OPTIMIZE {name}")
-        lakehouse.optimize(spec)
+        lakehouse.writes.optimize(spec)
         reader = readers.get(spec.schema)
         if reader and dict(spec.properties).get("delta.enableChangeDataFeed") == "true":
             read_upto = lakehouse.progress(reader).get(spec.name, -1)
@@ -318,12 +314,12 @@ def maintenance(lakehouse, vacuum_hours: int, progress: Progress, now_s: float) 
                 pending = f"{reader} has not read versions after {read_upto} yet"
                 progress(f"maintenance: VACUUM {name} skipped: {pending}")
                 return name, f"optimized; not vacuumed ({pending})"
-        if lakehouse.vacuum_could_delete(spec, cutoff_s) is False:
+        if lakehouse.log.vacuum_could_delete(spec, cutoff_s) is False:
             young = f"no file older than {vacuum_hours} hours"
             progress(f"maintenance: VACUUM {name} skipped: {young}")
             return name, f"optimized; nothing to vacuum ({young})"
         progress(f"maintenance: VACUUM {name} RETAIN {vacuum_hours} HOURS")
-        lakehouse.vacuum(spec, vacuum_hours)
+        lakehouse.writes.vacuum(spec, vacuum_hours)
         return name, "optimized, vacuumed"
 
     from quorumlake.pipelines.storage import TABLES_AT_ONCE

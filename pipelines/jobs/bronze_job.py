@@ -60,10 +60,10 @@ def run_bronze(
     config = lakehouse.config
     if config.ingest_mode == "autoloader" or not is_local(config.landing):
         return _run_streams(lakehouse, progress)
-    lakehouse.unstage()  # what a killed run left
-    since = {spec.name: lakehouse.local_version(spec) for spec in BRONZE_SOURCES.values()}  # counted from here
-    recorded = lakehouse.fingerprint(CONSUMER, LANDING)
-    scan = scan_landing(config.landing, BRONZE_SOURCES, lakehouse.landing_folders(recorded), _settled_before(config))
+    lakehouse.sources.unstage()  # what a killed run left
+    since = {spec.name: lakehouse.log.local_version(spec) for spec in BRONZE_SOURCES.values()}  # counted from here
+    recorded = lakehouse.ledger.fingerprint(CONSUMER, LANDING)
+    scan = scan_landing(config.landing, BRONZE_SOURCES, lakehouse.sources.landing_folders(recorded), _settled_before(config))
     listing = scan.files
     fingerprint = _fingerprint(scan)
     touched: set[str] = set()
@@ -80,17 +80,17 @@ def run_bronze(
         chunk_bytes = (
             config.bronze_chunk_bytes if _stages(config) else min(config.bronze_chunk_bytes, IN_MEMORY_CHUNK_BYTES)
         )
-        for chunk, alone_deaths in _plan(new, chunk_bytes, lakehouse.bronze_attempt()):
+        for chunk, alone_deaths in _plan(new, chunk_bytes, lakehouse.sources.bronze_attempt()):
             # recorded first: should this chunk kill the run (the JVM out of memory), the next run knows which
             # files to corner, and gives up on a file that killed runs alone
-            lakehouse.save_bronze_attempt(Attempt(frozenset(map(_key, chunk)), alone_deaths))
+            lakehouse.sources.save_bronze_attempt(Attempt(frozenset(map(_key, chunk)), alone_deaths))
             touched |= _ingest(lakehouse, chunk, given_up=alone_deaths >= GIVE_UP_AFTER)
-        lakehouse.save_bronze_attempt(None)
-        reached(config, "bronze:recorded")
+        lakehouse.sources.save_bronze_attempt(None)
+        reached("bronze:recorded")
         # written with the run's next record of the ledger: a crash before it costs the next run a listing
         lakehouse.save_progress(CONSUMER, {LANDING: len(listing)}, {LANDING: fingerprint}, hold=True)
-        lakehouse.save_landing_folders(fingerprint, scan.folders)
-    ingested = lakehouse.count_ingested([BRONZE_SOURCES[s] for s in sorted(touched)], config.run_at, since)
+        lakehouse.sources.save_landing_folders(fingerprint, scan.folders)
+    ingested = lakehouse.sources.count_ingested([BRONZE_SOURCES[s] for s in sorted(touched)], config.run_at, since)
     return [BronzeCounts(spec.name, *ingested.get(spec.name, (0, 0))) for spec in BRONZE_SOURCES.values()]
 
 
@@ -131,8 +131,8 @@ def _new_files(lakehouse: Lakehouse, listing: list[LandingFile]) -> list[Landing
         }
     )
     keys = ["path", "file_size", "file_modified_at"]
-    known = lakehouse.local_rows(BRONZE_INGEST_RUNS, keys)
-    if known is not None or lakehouse.known_empty(BRONZE_INGEST_RUNS):
+    known = lakehouse.log.local_rows(BRONZE_INGEST_RUNS, keys)
+    if known is not None or lakehouse.log.known_empty(BRONZE_INGEST_RUNS):
         if known is None:
             return list(listing)
         new_keys = _micros(listed.select(keys)).join(_micros(known.select(keys)), keys, join_type="left anti")
@@ -196,7 +196,7 @@ def _ingest(lakehouse: Lakehouse, files: list[LandingFile], given_up: bool = Fal
     sources = sorted({f.source for f in files})
     for source in sources:
         _insert_or_isolate(lakehouse, source, [c for c in contents if c.file.source == source])
-        reached(config, f"bronze:inserted:{source}")
+        reached(f"bronze:inserted:{source}")
     lakehouse.append(
         BRONZE_INGEST_RUNS,
         lakehouse.spark.createDataFrame(
@@ -212,8 +212,8 @@ def _insert_or_isolate(lakehouse: Lakehouse, source: str, contents: list[FileCon
     failure: it costs that file, never the run, and is not retried by every later run (a new version of the file
     is ingested like any changed file)."""
     try:
-        fail_if(lakehouse.config, "bronze", *(c.file.path for c in contents))
-        reached(lakehouse.config, "bronze", *(c.file.path for c in contents if c.content is not None))
+        fail_if("bronze", *(c.file.path for c in contents))
+        reached("bronze", *(c.file.path for c in contents if c.content is not None))
         _insert_files(lakehouse, source, contents)
         return
     except Exception as exc:  # whatever the failure, it must cost only the file it came from
@@ -261,9 +261,9 @@ def _insert_files(lakehouse: Lakehouse, source: str, contents: list[FileContent]
         return
     name = f"bronze-{source}"
     try:
-        insert_records(lakehouse, source, lakehouse.staged(files, _FILES_SCHEMA, name))
+        insert_records(lakehouse, source, lakehouse.sources.staged(files, _FILES_SCHEMA, name))
     finally:
-        lakehouse.unstage(name)
+        lakehouse.sources.unstage(name)
 
 
 _FILES_ARROW = pa.schema(
@@ -284,7 +284,7 @@ _FILES_ARROW = pa.schema(
 def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:
     """Build the bronze rows of some landing files and insert the ones bronze does not hold yet."""
     spec = BRONZE_SOURCES[source]
-    if lakehouse.known_empty(spec):  # a new table (a first run, a full refresh): one append, nothing to compare
+    if lakehouse.log.known_empty(spec):  # a new table (a first run, a full refresh): one append, nothing to compare
         lakehouse.insert_new(spec, build_raw_records(files, source, lakehouse.config.run_at))
         return
     # on disk: a chunk's rows are read twice (their bounds, the MERGE), and in a 1 GB driver heap a cached chunk
@@ -302,7 +302,7 @@ def _run_streams(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]
     """Auto Loader (or Spark's file source for a remote landing root): discovery by the stream's checkpoint."""
     config = lakehouse.config
     for source, spec in BRONZE_SOURCES.items():
-        progress(f"bronze: ingesting {lakehouse.landing_path(source)}/ -> {spec.name}")
-        lakehouse.stream_landing_files(source, lambda files, source=source: insert_records(lakehouse, source, files))
-    ingested = lakehouse.count_ingested(list(BRONZE_SOURCES.values()), config.run_at)
+        progress(f"bronze: ingesting {lakehouse.sources.landing_path(source)}/ -> {spec.name}")
+        lakehouse.sources.stream_landing_files(source, lambda files, source=source: insert_records(lakehouse, source, files))
+    ingested = lakehouse.sources.count_ingested(list(BRONZE_SOURCES.values()), config.run_at)
     return [BronzeCounts(spec.name, *ingested[spec.name]) for spec in BRONZE_SOURCES.values()]

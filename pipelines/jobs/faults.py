@@ -1,19 +1,23 @@
-"""Named points of a run where a test makes it fail on purpose:
+"""How a run's failures are written down (`describe`), and the points of a run where a test makes it fail on purpose.
 
-- `crash_at`: the crash harness (tests/e2e/test_crash.py) kills the process with SIGKILL there, to prove that a run
-  killed anywhere leaves tables that the next run completes to exactly what an uninterrupted run makes;
-- `fail_on`: the run raises an error there, as a poison input that no parser anticipated would, to prove that such
-  a failure costs the input it came from (quarantined with the error as its reason) and never the run.
+Tests inject failures with `inject` (never set by a user, a config file or the environment):
+- `crash_at`: the crash harness (tests/e2e/test_crash.py) has the run die there at once, as SIGKILL would, to prove
+  that a run killed anywhere leaves tables that the next run completes to exactly what an uninterrupted run makes;
+- `fail_on`: the run raises an error there, as a poison input that no parser anticipated would, to prove that such a
+  failure costs the input it came from (quarantined with the error as its reason) and never the run.
 
-`describe` is how such a failure (injected or real) is written into that reason.
+A point is a name (`bronze:recorded`, `silver:merged:silver.quorum_snapshots`, ...); `file:<text>` names every bronze
+chunk holding a file whose path contains the text, and `silver:<bronze table>` (for `fail_on`) silver's batch of that
+table.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-
-from quorumlake.pipelines.config import Config
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 
 class InjectedFailure(RuntimeError):
@@ -24,30 +28,47 @@ def kill() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-# What reaching `crash_at` does: SIGKILL. The crash harness swaps it, for most of its points, for a copy of the
-# warehouse as it is at that instant (what a kill would leave on disk) and then abandons the run, so that a run is
-# "killed" there without a JVM started per point.
-crash = kill
+@dataclass(frozen=True)
+class Injected:
+    crash_at: str | None = None
+    fail_on: str | None = None
+    # what reaching `crash_at` does: SIGKILL, unless the test gives something else (the crash harness copies the
+    # warehouse as it is at that instant, what a kill would leave on disk, and abandons the run)
+    crash: Callable[[], None] = kill
 
 
-def reached(config: Config, point: str, *names: str) -> None:
-    """Die here, at once and without cleanup, when the configuration names this point; `file:<text>` dies in
-    every bronze chunk holding a file whose path contains the text (a file that kills the JVM, out of memory)."""
-    wanted = config.crash_at
-    if wanted == point or (
-        wanted and wanted.startswith("file:") and point == "bronze" and any(wanted[5:] in n for n in names)
-    ):
-        crash()
+_injected = Injected()
 
 
-def fail_if(config: Config, point: str, *names: str) -> None:
-    """Raise here when `fail_on` names this point: `silver:<bronze table>` fails silver's batch of that table, and
-    `file:<text>` fails every bronze chunk holding a file whose path contains the text."""
-    wanted = config.fail_on
+@contextlib.contextmanager
+def inject(crash_at: str | None = None, fail_on: str | None = None, crash: Callable[[], None] = kill) -> Iterator[None]:
+    """For the length of the block, runs in this process die at `crash_at` (by `crash`) and fail at `fail_on`."""
+    global _injected
+    before = _injected
+    _injected = Injected(crash_at, fail_on, crash)
+    try:
+        yield
+    finally:
+        _injected = before
+
+
+def reached(point: str, *names: str) -> None:
+    """Die here, at once and without cleanup, when a test injected a crash at this point (`names`: the paths of the
+    files a bronze chunk holds)."""
+    if _names(_injected.crash_at, point, names):
+        _injected.crash()
+
+
+def fail_if(point: str, *names: str) -> None:
+    """Raise `InjectedFailure` here when a test injected a failure at this point."""
+    if _names(_injected.fail_on, point, names):
+        raise InjectedFailure(f"injected failure at {_injected.fail_on} (fail_on)")
+
+
+def _names(wanted: str | None, point: str, names: tuple[str, ...]) -> bool:
     if not wanted:
-        return
-    if wanted == point or (wanted.startswith("file:") and point == "bronze" and any(wanted[5:] in n for n in names)):
-        raise InjectedFailure(f"injected failure at {wanted} (fail_on)")
+        return False
+    return wanted == point or (wanted.startswith("file:") and point == "bronze" and any(wanted[5:] in n for n in names))
 
 
 def describe(exc: BaseException | None) -> str:

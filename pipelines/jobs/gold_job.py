@@ -69,7 +69,6 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
     (a backfill) is taken in rounds of at most `batch_bytes` of each silver table's changes, progress recorded after
     each: every round recomputes what its changes affect from silver as it is, so the rounds end in the same tables
     as one batch would, with memory bounded by a round."""
-    config = lakehouse.config
     done = lakehouse.progress(CONSUMER)
     plans = {}
     for spec in SOURCES:
@@ -87,7 +86,7 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
         if i < rounds - 1:  # a backlog: what this round did is kept before the next one starts
             lakehouse.save_progress(CONSUMER, versions)
             done = dict(versions)
-            reached(config, "gold:round")
+            reached("gold:round")
     if versions != done:
         lakehouse.save_progress(CONSUMER, versions, hold=True)  # the run writes the ledger once, when it ends
     return written
@@ -124,7 +123,7 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             started = time.monotonic()
             step()
             progress(f"gold: {what} in {time.monotonic() - started:.1f}s")
-            reached(lakehouse.config, f"gold:{what}")
+            reached(f"gold:{what}")
         written = {spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name]) for spec in GOLD_TABLES}
     for batch in changed.values():
         release(batch)
@@ -148,7 +147,7 @@ def create_views(lakehouse: Lakehouse) -> None:
         "window_minutes": config.window_minutes,
     }
 
-    lakehouse.define_views(view_statements(lakehouse.name_of, settings))
+    lakehouse.catalog.define_views(view_statements(lakehouse.name_of, settings))
 
 
 def _keys(batch: DataFrame, *cols: str) -> DataFrame:
@@ -359,7 +358,7 @@ def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
 
 def _rows_written_since(lakehouse: Lakehouse, spec, version: int) -> int:
     total = 0
-    for metrics in lakehouse.last_commit_metrics(spec, version):
+    for metrics in lakehouse.log.last_commit_metrics(spec, version):
         # a MERGE's inserted and updated rows, or an append's rows (a table's first write)
         total += int(metrics.get("numTargetRowsInserted", 0)) + int(metrics.get("numTargetRowsUpdated", 0))
         total += int(metrics.get("numOutputRows", 0)) if "numTargetRowsInserted" not in metrics else 0

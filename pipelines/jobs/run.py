@@ -89,9 +89,9 @@ def full_refresh(lakehouse: Lakehouse, layers: tuple[str, ...], progress: Progre
         progress(f"{layer}: full refresh: emptying {', '.join(s.name for s in REFRESHED[layer])}")
         for spec in REFRESHED[layer]:
             lakehouse.truncate(spec)
-        lakehouse.reset_progress(layer)
+        lakehouse.ledger.reset_progress(layer)
         if layer == "bronze" and lakehouse.config.ingest_mode == "autoloader":
-            lakehouse.reset_landing_checkpoints()
+            lakehouse.sources.reset_landing_checkpoints()
 
 
 def rebuild_size(lakehouse: Lakehouse, layers: tuple[str, ...]) -> int | None:
@@ -103,14 +103,14 @@ def rebuild_size(lakehouse: Lakehouse, layers: tuple[str, ...]) -> int | None:
         return None
     sources = {"silver": tuple(BRONZE_SOURCES.values()), "gold": gold_job.SOURCES}
     read = [spec for layer in LAYERS if layer in layers for spec in sources.get(layer, ())]
-    return PARQUET_TO_LANDING * sum(lakehouse.size_bytes(spec) for spec in read)
+    return PARQUET_TO_LANDING * sum(lakehouse.reads.size_bytes(spec) for spec in read)
 
 
 def register_all(lakehouse: Lakehouse) -> None:
     """Every table and view of the lakehouse, registered by name in this session (for SQL users)."""
     from quorumlake.pipelines.jobs.gold_job import create_views
 
-    lakehouse.register_names(ALL_TABLES)
+    lakehouse.catalog.register_names(ALL_TABLES)
     create_views(lakehouse)
 
 

@@ -104,8 +104,8 @@ class SilverStats:
         self.quarantined[table] = self.quarantined.get(table, 0) + quarantined
 
     def merge(self, other: SilverStats) -> None:
-        for table in {*other.rows, *other.quarantined}:
-            self.add(table, other.rows.get(table, 0), other.quarantined.get(table, 0))
+        for table in {*other.reads.rows, *other.quarantined}:
+            self.add(table, other.reads.rows.get(table, 0), other.quarantined.get(table, 0))
         self.dq_seconds += other.dq_seconds
 
 
@@ -115,7 +115,6 @@ def run_silver(lakehouse: Lakehouse, progress: Progress) -> SilverStats:
     recorded after each), then record how far silver got."""
     stats = SilverStats()
     started = time.monotonic()
-    config = lakehouse.config
     done = lakehouse.progress(CONSUMER)
     reached_versions = dict(done)
     validator: GxValidator | None = None
@@ -132,23 +131,23 @@ def run_silver(lakehouse: Lakehouse, progress: Progress) -> SilverStats:
             if lakehouse.changes_hold_rows(flow.bronze, lo, hi, batch):  # bronze only appends: its log says
                 progress(f"silver: {flow.bronze.name} v{lo + 1}..{hi} -> {', '.join(o.name for o in flow.outputs)}")
                 if validator is None:  # the run's first batch; what a killed run materialized goes first
-                    lakehouse.drop_scratch()
+                    lakehouse.sources.drop_scratch()
                     validator = GxValidator()
-                size = lakehouse.added_bytes(flow.bronze, lo, hi)
+                size = lakehouse.log.added_bytes(flow.bronze, lo, hi)
                 _process_or_quarantine(
                     lakehouse, flow, batch, f"v{lo + 1}-{hi}", size, validator, stats, pending, progress
                 )
             reached_versions[flow.bronze.name] = hi
             if len(ranges) > 1:  # a backlog: what each batch did is kept before the next one (or flow) starts
                 pending.write(lakehouse)
-                lakehouse.drop_scratch()
+                lakehouse.sources.drop_scratch()
                 lakehouse.save_progress(CONSUMER, reached_versions)
                 done = dict(reached_versions)
-                reached(config, f"silver:batch:{flow.bronze.name}")
-        reached(config, f"silver:flow:{flow.bronze.name}")
+                reached(f"silver:batch:{flow.bronze.name}")
+        reached(f"silver:flow:{flow.bronze.name}")
     pending.write(lakehouse)
     if validator is not None:
-        lakehouse.drop_scratch()
+        lakehouse.sources.drop_scratch()
     if reached_versions != done:
         # written with gold's record: a crash before it makes the next run redo this batch, whose writes are idempotent
         lakehouse.save_progress(CONSUMER, reached_versions, hold=True)
@@ -205,7 +204,7 @@ def _process_or_quarantine(
     for _attempt in range(2):
         attempt_stats, attempt_pending = SilverStats(), Pending()
         try:
-            fail_if(lakehouse.config, f"silver:{flow.bronze.name}")
+            fail_if(f"silver:{flow.bronze.name}")
             process_batch(lakehouse, flow, batch, batch_id, validator, attempt_stats, attempt_pending, size)
         except Exception as exc:  # whatever the failure, it must cost this batch, not every run
             attempt_pending.discard()
@@ -257,8 +256,8 @@ def process_batch(
         candidates = candidates.repartition(parts)
     # Parsed once per batch, on disk (they carry the records' payloads, for quarantine); every output and the
     # rejects are built from them. The outputs are kept too: each is read by data quality, by GX and by the MERGE.
-    parsed = [lakehouse.materialized(df, StorageLevel.DISK_ONLY) for df in flow.parse(candidates, lakehouse)]
-    built = [lakehouse.materialized(df, keep) for df in flow.split(*parsed)]
+    parsed = [lakehouse.sources.materialized(df, StorageLevel.DISK_ONLY) for df in flow.parse(candidates, lakehouse)]
+    built = [lakehouse.sources.materialized(df, keep) for df in flow.split(*parsed)]
     *outputs, rejects = built
     params = rule_params(config.run_at, config.future_skew_ms)
     quarantine = [unreadable, rejects]
@@ -298,7 +297,7 @@ def process_batch(
         stats.dq_seconds += time.monotonic() - t0
         valid = flagged.where(F.size("failed_rules") == 0).drop("failed_rules")
         lakehouse.replace_groups(spec, valid, silver_groups, silver_bounds)
-        reached(config, f"silver:merged:{spec.name}")
+        reached(f"silver:merged:{spec.name}")
         quarantine.append(row_failures(flagged, spec.name))
         stats.add(spec.name, rows=counts["valid"])
         release(flagged)

@@ -4,7 +4,6 @@ MERGE conditions, and checked against a data file's statistics on the driver.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -86,33 +85,27 @@ class Bounds:
         return Bounds(column, self.lo_us, self.hi_us, self.clusters, self.or_null)
 
 
-def outside(stats: str | None, bounds: Bounds) -> bool:
-    """Whether a data file whose Delta statistics are `stats` certainly holds no row within `bounds`, by its time
-    column's minimum and maximum (Delta keeps timestamps to the millisecond in statistics: the maximum is widened by
-    one). Unknown statistics: not outside."""
-    if not stats:
+def outside(
+    bounds: Bounds, records: int | None, nulls: int | None, low: datetime | None, high: datetime | None
+) -> bool:
+    """Whether a data file certainly holds no row within `bounds`, by the statistics Delta keeps of it: its row count,
+    and its time column's null count, minimum and maximum (kept to the millisecond: the maximum is widened by one).
+    Unknown statistics: not outside."""
+    if records is None:
         return False
-    values = json.loads(stats)
-    if values.get("numRecords") == 0:
+    if records == 0:
         return True
-    column, nulls = bounds.column, values.get("nullCount", {}).get(bounds.column)
     if bounds.or_null and nulls != 0:
         return False  # a row without a time would be within
-    low, high = values.get("minValues", {}).get(column), values.get("maxValues", {}).get(column)
     if low is None or high is None:  # no statistics, or (when every value is NULL) no time within any bounds
-        return nulls is not None and nulls == values.get("numRecords")
-    try:
-        low_us = _micros(low)
-        high_us = _micros(high) + 999
-    except (TypeError, ValueError):
+        return nulls is not None and nulls == records
+    if low.tzinfo is None or high.tzinfo is None:  # not a TIMESTAMP column's statistics
         return False
+    low_us, high_us = _micros(low), _micros(high) + 999
     return (bounds.lo_us is not None and high_us < bounds.lo_us) or (bounds.hi_us is not None and low_us > bounds.hi_us)
 
 
-def _micros(text: str) -> int:
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        raise ValueError(f"timestamp without a zone in Delta statistics: {text}")
+def _micros(moment: datetime) -> int:
     delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 

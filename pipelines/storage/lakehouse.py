@@ -1,56 +1,90 @@
-"""`Lakehouse`: the tables and checkpoints of one warehouse, seen through one Spark session."""
+"""`Lakehouse`: the tables and checkpoints of one warehouse, seen through one Spark session, made of its parts."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from pyspark.sql import DataFrame, SparkSession
 
-from pyspark.sql import SparkSession
-
+from quorumlake.contract.tables import PIPELINE_RUNS, TableSpec
 from quorumlake.pipelines.config import Config
-from quorumlake.pipelines.storage.catalog import Catalog
+from quorumlake.pipelines.engine.session import LOCAL_CHECKPOINTS, is_connect, on_databricks
+from quorumlake.pipelines.storage.bounds import Bounds
+from quorumlake.pipelines.storage.catalog import Catalog, registry_fingerprint
+from quorumlake.pipelines.storage.ledger import Ledger
+from quorumlake.pipelines.storage.log import TableLog
 from quorumlake.pipelines.storage.reads import Reads
 from quorumlake.pipelines.storage.sources import Sources
 from quorumlake.pipelines.storage.writes import Writes
 
 
-class Lakehouse(Catalog, Reads, Writes, Sources):
-    """The tables and checkpoints of one warehouse, seen through one Spark session."""
+class Lakehouse:
+    """The tables and checkpoints of one warehouse, seen through one Spark session.
+
+    Its parts, each reachable by name: `catalog` (names, places, creating and registering tables), `log` (what a
+    table's Delta log says), `reads` (tables, queries, change feeds), `writes` (appends, MERGEs, maintenance),
+    `ledger` (the run progress ledger) and `sources` (the landing zone, bronze's checkpoints, staging and scratch).
+    The verbs the jobs use most are also methods of the lakehouse itself; so are the two operations that span parts
+    (`ensure_tables`, `truncate`) and the sizing of a run's engine (`tune_for`)."""
 
     def __init__(self, spark: SparkSession, config: Config):
         self.spark = spark
         self.config = config
-        # the progress ledger (`bronze.pipeline_runs`) as this run knows it: consumer -> source table -> (version,
-        # fingerprint), and the run that recorded each consumer; None until read
-        self._progress_rows: dict[str, dict[str, tuple[int, str | None]]] | None = None
-        self._progress_at: dict[str, datetime] = {}
-        # consumers whose record is not written yet: it goes with the ledger's next commit (see `save_progress`)
-        self._unsaved: set[str] = set()
+        self.catalog = Catalog(spark, config)
+        self.log = TableLog(spark, config, self.catalog)
+        self.reads = Reads(spark, config, self.catalog)
+        self.writes = Writes(spark, config, self.catalog, self.reads, self.log)
+        self.ledger = Ledger(spark, config, self.catalog, self.reads, self.writes)
+        self.sources = Sources(spark, config, self.catalog, self.reads, self.log)
         # a full refresh reads whole tables, whatever the landing zone's new data: about this many landing bytes' worth
         # (None: unknown, so Spark's defaults); 0 outside a full refresh
         self.rebuild_bytes: int | None = 0
 
-    # --- engine -------------------------------------------------------------------------------------------------------
+    # --- operations that span parts -----------------------------------------------------------------------------------
+
+    def ensure_tables(self, specs: tuple[TableSpec, ...]) -> None:
+        """Create the tables that do not exist yet, and bring the others to their declared definition when the
+        registry changed since the last run (a hash of the registry is kept in the ledger, so this costs nothing
+        while the definitions stay the same)."""
+        created = self.catalog.create_missing(specs)
+        if PIPELINE_RUNS in created:
+            self.ledger.start_empty()  # just created: no consumer has progress yet
+            if len(created) < len(specs):
+                # a warehouse built before the run ledger existed: turn on what the tables now declare (e.g. the change
+                # data feed that silver reads bronze by)
+                self.catalog.set_declared_properties([spec for spec in specs if spec not in created])
+        if PIPELINE_RUNS not in specs or self.config.catalog:
+            return
+        fingerprint = registry_fingerprint(specs)
+        if self.ledger.fingerprint("registry", "tables") == fingerprint:
+            return
+        for spec in specs:
+            if spec not in created:
+                self.catalog.evolve(spec, self.reads.read(spec).schema)
+        # A new warehouse's tables are as declared whether this is recorded or not: the record then waits for the
+        # run's first commit of the ledger instead of being a commit of its own (lost with a run killed before that
+        # commit, it costs the next run the look at each table above, nothing else).
+        new_warehouse = len(created) == len(specs)
+        self.ledger.save_progress("registry", {"tables": len(specs)}, {"tables": fingerprint}, hold=new_warehouse)
+
+    def truncate(self, spec: TableSpec) -> None:
+        """Delete every row of the table (one commit; the history stays for time travel, and readers of the change
+        feed see the deletes)."""
+        self.writes.truncate(spec)
+        if spec == PIPELINE_RUNS:  # the ledger is written whole from what this run keeps of it: keep nothing
+            self.ledger.start_empty()
+
+    # --- the engine of a run ------------------------------------------------------------------------------------------
 
     def tune_for(self, new_bytes: int | None) -> bool:
-        """Pick Spark's engine for this run from the size of its new data: at most `small_run_bytes`, the interpreted
-        engine (compiling generated code for each of a run's few hundred small queries cost a quarter of its CPU), one
-        task per stage, and frames kept as local checkpoints (`quorumlake.pipelines.engine.session.cached`) when the
-        master is local; more, or unknown (None), Spark's defaults and the configured shuffle partitions. Local sessions
-        only. Returns True when interpreted."""
-        from quorumlake.pipelines.engine.session import KEEP_AS_CHECKPOINT, on_databricks
-
-        sizes = (new_bytes, self.rebuild_bytes)
-        small = None not in sizes and max(sizes) <= self.config.small_run_bytes
-        if on_databricks():
+        """Size the engine for this run from its new data (landing bytes; None: unknown) and `rebuild_bytes`: on a
+        session this process started locally, a small run gets the local engine's small-run settings
+        (`quorumlake.pipelines.engine.local.tune_for`); a session handed over (Databricks) or reached through Spark
+        Connect is never changed. Returns True when sized as small."""
+        if on_databricks() or is_connect(self.spark):
             return False
-        for key, interpreted, default in _ENGINE_SETTINGS:
-            value = interpreted if small else default(self.config) if callable(default) else default
-            if value is None:
-                self.spark.conf.unset(key)
-            else:
-                self.spark.conf.set(key, value)
-        checkpoint = small and self.config.spark_master.startswith("local")
-        self.spark.conf.set(KEEP_AS_CHECKPOINT, "true" if checkpoint else "false")
+        from quorumlake.pipelines.engine.local import keeps_checkpoints, tune_for
+
+        small = tune_for(self.spark, self.config, (new_bytes, self.rebuild_bytes))
+        self.spark.conf.set(LOCAL_CHECKPOINTS, "true" if keeps_checkpoints(self.config, small) else "false")
         return small
 
     def tune_up_for(self, parquet_bytes: int | None) -> None:
@@ -59,26 +93,53 @@ class Lakehouse(Catalog, Reads, Writes, Sources):
         if parquet_bytes is not None and PARQUET_TO_LANDING * parquet_bytes > self.config.small_run_bytes:
             self.tune_for(None)
 
+    # --- the verbs the jobs use most ----------------------------------------------------------------------------------
 
-# Delta's Parquet holds the landing zone's text in about a quarter of its bytes (the demo fleet: 10.6 MB of landing
-# files, 3.0 MB of bronze files); sizes in Parquet are compared with small_run_bytes in landing bytes.
+    def name_of(self, name: str) -> str:
+        return self.catalog.name_of(name)
+
+    def read(self, spec: TableSpec) -> DataFrame:
+        return self.reads.read(spec)
+
+    def changes(self, spec: TableSpec, after_version: int, upto_version: int) -> DataFrame:
+        return self.reads.changes(spec, after_version, upto_version)
+
+    def version(self, spec: TableSpec) -> int:
+        return self.log.version(spec)
+
+    def version_ranges(self, spec: TableSpec, after_version: int, upto_version: int) -> list[tuple[int, int]]:
+        return self.log.version_ranges(spec, after_version, upto_version)
+
+    def changes_hold_rows(self, spec: TableSpec, after_version: int, upto_version: int, changes: DataFrame) -> bool:
+        """Whether `changes` (the table's changes in (after_version, upto_version], as `changes` reads them) holds any
+        row: said by the log where it can, else by a Spark query."""
+        known = self.log.changes_hold_rows(spec, after_version, upto_version)
+        return known if known is not None else not changes.isEmpty()
+
+    def insert_new(self, spec: TableSpec, rows: DataFrame, bounds: Bounds | None = None) -> None:
+        self.writes.insert_new(spec, rows, bounds)
+
+    def replace_groups(self, spec: TableSpec, rows: DataFrame, groups: DataFrame, bounds: Bounds | None = None) -> None:
+        self.writes.replace_groups(spec, rows, groups, bounds)
+
+    def replace_scope(self, spec: TableSpec, rows: DataFrame, scope: DataFrame, match, bounds: Bounds | None = None):
+        self.writes.replace_scope(spec, rows, scope, match, bounds)
+
+    def append(self, spec: TableSpec, rows: DataFrame) -> None:
+        self.writes.append(spec, rows)
+
+    def progress(self, consumer: str) -> dict[str, int]:
+        return self.ledger.progress(consumer)
+
+    def save_progress(
+        self, consumer: str, versions: dict[str, int], fingerprints: dict[str, str] | None = None, hold: bool = False
+    ) -> None:
+        self.ledger.save_progress(consumer, versions, fingerprints, hold)
+
+    def flush_progress(self) -> None:
+        self.ledger.flush_progress()
+
+
+# Delta's Parquet holds the landing zone's text in about a quarter of its bytes; sizes in Parquet are compared with
+# small_run_bytes in landing bytes.
 PARQUET_TO_LANDING = 4
-
-
-# (setting, value for a small run, value otherwise: Spark's default, a function of the run's Config, or None to
-# leave it to Spark)
-_ENGINE_SETTINGS = (
-    ("spark.sql.codegen.wholeStage", "false", "true"),
-    ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"),
-    ("spark.sql.adaptive.enabled", "false", "true"),
-    # one task per shuffle and per scan of a small table: on two cores a second task cost every small query its
-    # scheduling and plan deserialization, and gained nothing
-    ("spark.sql.shuffle.partitions", "1", lambda config: str(config.shuffle_partitions)),
-    ("spark.sql.files.minPartitionNum", "1", None),
-)
-
-
-# The settings of a small run's engine, for a session known to serve small runs only (`tune_for` sets them per run
-# on a local session; a server for tiny data, such as the test suite's Spark Connect server, starts its sessions with
-# them).
-INTERPRETED_ENGINE = {key: interpreted for key, interpreted, _ in _ENGINE_SETTINGS}

@@ -25,15 +25,21 @@ from quorumlake.contract.tables import TableSpec
 from quorumlake.pipelines.config import Config, join_path
 from quorumlake.pipelines.engine.session import cached, is_connect
 from quorumlake.pipelines.storage.autoloader import AUTOLOADER_OPTIONS
-from quorumlake.pipelines.storage.catalog import absolute
+from quorumlake.pipelines.storage.catalog import Catalog, absolute
 from quorumlake.pipelines.storage.landing import Folder, is_local
+from quorumlake.pipelines.storage.log import TableLog
+from quorumlake.pipelines.storage.reads import Reads
 
 
 class Sources:
     """The landing zone, staging and scratch space, bronze's checkpoints (a part of `Lakehouse`)."""
 
-    spark: SparkSession
-    config: Config
+    def __init__(self, spark: SparkSession, config: Config, catalog: Catalog, reads: Reads, log: TableLog):
+        self.spark = spark
+        self.config = config
+        self.catalog = catalog
+        self.reads = reads
+        self.log = log
 
     # --- landing ------------------------------------------------------------------------------------------------------
 
@@ -51,7 +57,7 @@ class Sources:
             reader = (
                 self.spark.readStream.format("cloudFiles")
                 .options(**AUTOLOADER_OPTIONS)
-                .option("cloudFiles.schemaLocation", self.checkpoint("bronze", source, "_schema"))
+                .option("cloudFiles.schemaLocation", self.catalog.checkpoint("bronze", source, "_schema"))
                 .option("cloudFiles.maxFilesPerTrigger", str(self.config.max_files_per_trigger))
             )
         else:
@@ -65,7 +71,7 @@ class Sources:
             reader.load(path)
             .writeStream.queryName(f"bronze_{source}")
             .foreachBatch(lambda batch, _batch_id: on_batch(batch))
-            .option("checkpointLocation", self.checkpoint("bronze", source))
+            .option("checkpointLocation", self.catalog.checkpoint("bronze", source))
             .trigger(availableNow=True)
             .start()
         )
@@ -101,7 +107,7 @@ class Sources:
 
     def reset_landing_checkpoints(self) -> None:
         """Auto Loader's record of ingested files, removed so that bronze reads the landing zone again."""
-        path = self.checkpoint("bronze")
+        path = self.catalog.checkpoint("bronze")
         if not is_local(path):
             raise RuntimeError(f"remove {path} by hand (or with dbutils) before a bronze full refresh")
         shutil.rmtree(path, ignore_errors=True)
@@ -135,11 +141,11 @@ class Sources:
         scratch.replace(path)
 
     def _attempt_path(self) -> Path | None:
-        root = self.checkpoint("bronze")
+        root = self.catalog.checkpoint("bronze")
         return Path(root) / "attempt.json" if is_local(root) else None
 
     def _landing_folders_path(self) -> Path | None:
-        root = self.checkpoint("bronze")
+        root = self.catalog.checkpoint("bronze")
         return Path(root) / "landing_folders.json" if is_local(root) else None
 
     def count_ingested(
@@ -153,15 +159,15 @@ class Sources:
         asked = []
         for spec in specs:
             before = (since or {}).get(spec.name)
-            upto = self.local_version(spec) if before is not None else None
-            added = self.added_rows(spec, before, upto, "parse_error") if upto is not None else None
+            upto = self.log.local_version(spec) if before is not None else None
+            added = self.log.added_rows(spec, before, upto, "parse_error") if upto is not None else None
             if added is None:
                 asked.append(spec)
             else:
                 counts[spec.name] = added
         if asked:
             per_table = [
-                self.read(spec)
+                self.reads.read(spec)
                 .where(F.col("ingested_at") == F.lit(run_at))
                 .agg(F.count(F.lit(1)).alias("rows"), F.count("parse_error").alias("errors"))
                 .withColumn("table", F.lit(spec.name))

@@ -12,17 +12,24 @@ from contextlib import contextmanager
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from quorumlake.contract.tables import PIPELINE_RUNS, TableSpec
+from quorumlake.contract.tables import TableSpec
 from quorumlake.pipelines.config import Config
 from quorumlake.pipelines.engine.session import cached, release
 from quorumlake.pipelines.storage.bounds import Bounds
+from quorumlake.pipelines.storage.catalog import Catalog
+from quorumlake.pipelines.storage.log import TableLog
+from quorumlake.pipelines.storage.reads import Reads
 
 
 class Writes:
     """Appends, MERGEs, truncation and maintenance of the tables (a part of `Lakehouse`)."""
 
-    spark: SparkSession
-    config: Config
+    def __init__(self, spark: SparkSession, config: Config, catalog: Catalog, reads: Reads, log: TableLog):
+        self.spark = spark
+        self.config = config
+        self.catalog = catalog
+        self.reads = reads
+        self.log = log
 
     # --- writes -------------------------------------------------------------------------------------------------------
 
@@ -33,7 +40,7 @@ class Writes:
         clusters), so the cost follows the new rows, not the table's history."""
         key = list(spec.key)
         source = rows.select(*spec.column_names).dropDuplicates(key)
-        if self._holds_none(spec, bounds):  # no key is there yet: an append, not a MERGE (see replace_scope)
+        if self.log.holds_none(spec, bounds):  # no key is there yet: an append, not a MERGE (see replace_scope)
             self.append(spec, source)
             return
         condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key)
@@ -41,7 +48,8 @@ class Writes:
             condition += f" AND ({bounds.sql('t')})"
         with self._view(source) as view:
             self.spark.sql(
-                f"MERGE INTO {self.ref(spec)} AS t USING {view} AS s ON {condition} WHEN NOT MATCHED THEN INSERT *"
+                f"MERGE INTO {self.catalog.ref(spec)} AS t USING {view} AS s ON {condition} "
+                "WHEN NOT MATCHED THEN INSERT *"
             )
 
     def replace_groups(self, spec: TableSpec, rows: DataFrame, groups: DataFrame, bounds: Bounds | None = None) -> None:
@@ -63,7 +71,7 @@ class Writes:
         A target row is in scope when `match(target, scope)` holds for some scope row. Changed rows are updated,
         new ones inserted, rows in scope that `rows` no longer has are deleted; unchanged rows are not touched, so a
         re-run writes nothing new. `bounds` (a predicate every in-scope row satisfies) limits the files read."""
-        if self._holds_none(spec, bounds):
+        if self.log.holds_none(spec, bounds):
             # A table that holds nothing within the bounds holds nothing in scope and none of the rows' keys, so the
             # rows are what it must gain: one append instead of comparing, caching and merging (a MERGE costs several
             # Spark jobs however few its rows). A warehouse's first run (a backfill, the demo), a full refresh, and a
@@ -72,7 +80,7 @@ class Writes:
             self.append(spec, rows)
             return
         key = list(spec.key)
-        target = self.read(spec)
+        target = self.reads.read(spec)
         if bounds is not None:
             target = target.where(bounds.sql())
         data = [c for c in spec.column_names if c not in key]
@@ -122,26 +130,25 @@ class Writes:
         values = ", ".join(f"s.`{c}`" for c in spec.column_names)
         with self._view(source) as view:
             self.spark.sql(
-                f"MERGE INTO {self.ref(spec)} AS t USING {view} AS s ON {condition} "
+                f"MERGE INTO {self.catalog.ref(spec)} AS t USING {view} AS s ON {condition} "
                 f"WHEN MATCHED AND s._delete THEN DELETE{update} "
                 f"WHEN NOT MATCHED AND NOT s._delete THEN INSERT ({columns}) VALUES ({values})"
             )
 
     def append(self, spec: TableSpec, rows: DataFrame) -> None:
-        self._save(spec, rows.select(*spec.column_names).write.format("delta").mode("append"))
+        self.save(spec, rows.select(*spec.column_names).write.format("delta").mode("append"))
 
     def truncate(self, spec: TableSpec) -> None:
         """Delete every row (one commit; the history stays for time travel, and readers of the change feed see the
         deletes)."""
-        self.spark.sql(f"DELETE FROM {self.ref(spec)}")
-        if spec == PIPELINE_RUNS:  # the ledger is written whole from what this run keeps of it: keep nothing
-            self._progress_rows, self._progress_at, self._unsaved = {}, {}, set()
+        self.spark.sql(f"DELETE FROM {self.catalog.ref(spec)}")
 
-    def _save(self, spec: TableSpec, writer) -> None:
+    def save(self, spec: TableSpec, writer) -> None:
+        """Run a DataFrameWriter of the table's rows into the table."""
         if self.config.catalog:
-            writer.saveAsTable(self.table_name(spec))
+            writer.saveAsTable(self.catalog.table_name(spec))
         else:
-            writer.save(self.table_path(spec))
+            writer.save(self.catalog.table_path(spec))
 
     @contextmanager
     def _view(self, df: DataFrame):
@@ -157,11 +164,11 @@ class Writes:
 
     def optimize(self, spec: TableSpec) -> None:
         """Compact the table's small files (and cluster them by its keys)."""
-        self.spark.sql(f"OPTIMIZE {self.table_name(spec)}")
+        self.spark.sql(f"OPTIMIZE {self.catalog.table_name(spec)}")
 
     def vacuum(self, spec: TableSpec, retain_hours: int) -> None:
         """Delete the files the table's versions older than `retain_hours` no longer need."""
-        self.spark.sql(f"VACUUM {self.table_name(spec)} RETAIN {retain_hours} HOURS")
+        self.spark.sql(f"VACUUM {self.catalog.table_name(spec)} RETAIN {retain_hours} HOURS")
 
 
 def _all(conditions):

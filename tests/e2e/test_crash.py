@@ -25,7 +25,7 @@ from pathlib import Path
 
 from quorumlake.contract.tables import ALL_TABLES, BRONZE_SOURCES, PIPELINE_RUNS, SILVER_DQ_VALIDATIONS
 from quorumlake.pipelines.app import cli
-from quorumlake.pipelines.engine.session import SMALL_RUN_JAVA_OPTIONS
+from quorumlake.pipelines.engine.local import SMALL_RUN_JAVA_OPTIONS
 from quorumlake.pipelines.jobs import faults
 from tests import read_back
 
@@ -49,13 +49,24 @@ WHEN = ("ingested_at", "quarantined_at", "run_at")
 COMPARED = [spec for spec in ALL_TABLES if spec not in (SILVER_DQ_VALIDATIONS, PIPELINE_RUNS)]
 
 
-def quorumlake_run(landing: Path, warehouse: Path, *extra: str) -> int:
-    """`quorumlake run` in a process of its own (the harness kills it), with the JVM options of a small run."""
+# `quorumlake run` in a child process that dies at the point named by its first argument
+_RUN_KILLED_AT = (
+    "import sys\n"
+    "from quorumlake.pipelines.app import cli\n"
+    "from quorumlake.pipelines.jobs import faults\n"
+    "with faults.inject(crash_at=sys.argv[1]):\n"
+    "    sys.exit(cli.main(sys.argv[2:]))\n"
+)
+
+
+def quorumlake_run_killed_at(point: str, landing: Path, warehouse: Path, *extra: str) -> int:
+    """`quorumlake run` in a process of its own, killed by SIGKILL at `point`, with the JVM options of a small run."""
     done = subprocess.run(
         [
             sys.executable,
-            "-m",
-            "quorumlake.pipelines.app.cli",
+            "-c",
+            _RUN_KILLED_AT,
+            point,
             "run",
             "--landing",
             str(landing),
@@ -86,7 +97,7 @@ class Abandoned(BaseException):
     (silver's `except Exception` for a failing batch) takes it for a failure to recover from."""
 
 
-def killed_in_process(monkeypatch, zone: Path, warehouse: Path, point: str, left: Path, *extra: str) -> None:
+def killed_in_process(zone: Path, warehouse: Path, point: str, left: Path, *extra: str) -> None:
     """A run "killed" at `point` without a process of its own: there, the warehouse is copied to `left` as it is at
     that instant (what SIGKILL leaves on disk: every Delta commit and checkpoint file is complete or absent), and the
     run is abandoned; whatever it does while unwinding touches only `warehouse`, which is then thrown away."""
@@ -95,15 +106,13 @@ def killed_in_process(monkeypatch, zone: Path, warehouse: Path, point: str, left
         shutil.copytree(warehouse, left, symlinks=True)
         raise Abandoned(point)
 
-    monkeypatch.setattr(faults, "crash", crash)
-    with contextlib.suppress(Abandoned):
-        uninterrupted_run(zone, warehouse, "--set", f"crash_at={point}", *extra)
-    monkeypatch.setattr(faults, "crash", faults.kill)
+    with contextlib.suppress(Abandoned), faults.inject(crash_at=point, crash=crash):
+        uninterrupted_run(zone, warehouse, *extra)
     assert left.exists(), f"the run was not killed at {point}: point not reached"
     shutil.rmtree(warehouse)
 
 
-def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark, landing, tmp_path, monkeypatch):
+def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark, landing, tmp_path):
     zone = landing("landing", "landing_bad")
     clean = tmp_path / "clean"
     assert uninterrupted_run(zone, clean) == 0
@@ -117,11 +126,11 @@ def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark,
         if left is not None:
             shutil.copytree(left, warehouse, symlinks=True)
         if point == REAL_KILL:
-            code = quorumlake_run(zone, warehouse, "--set", f"crash_at={point}")
+            code = quorumlake_run_killed_at(point, zone, warehouse)
             assert code == -signal.SIGKILL, f"the run was not killed at {point} (exit {code}): point not reached"
             warehouse.rename(killed)
         else:
-            killed_in_process(monkeypatch, zone, warehouse, point, killed)
+            killed_in_process(zone, warehouse, point, killed)
         left = killed
     crashed = left
     # the abandoned runs left nothing cached in this session (each would slow every later query's planning)
@@ -144,9 +153,7 @@ def test_runs_killed_anywhere_end_with_the_tables_of_an_uninterrupted_run(spark,
         assert contents(crashed, spec) == contents(clean, spec), spec.name
 
 
-def test_a_file_that_kills_every_run_that_reads_it_costs_that_file_not_every_later_run(
-    spark, landing, tmp_path, monkeypatch
-):
+def test_a_file_that_kills_every_run_that_reads_it_costs_that_file_not_every_later_run(spark, landing, tmp_path):
     """A file that kills the process (say, the JVM out of memory) cannot be caught as an error: each run records the
     chunk it is about to ingest, the next one ingests the other files first and that chunk last, in halves, until the
     file is alone; a file that killed two runs alone becomes one bronze row whose parse_error says so. Everything
@@ -157,7 +164,7 @@ def test_a_file_that_kills_every_run_that_reads_it_costs_that_file_not_every_lat
     clean = tmp_path / "clean"
     assert uninterrupted_run(zone, clean, "--layers", "bronze") == 0
 
-    kill = ("--set", f"crash_at=file:{poison.name}")
+    kill = f"file:{poison.name}"
     left, deaths = tmp_path / "run-0", 0
     while True:  # each run starts from what the previous one left
         killed = tmp_path / f"killed-{deaths}"
@@ -166,15 +173,13 @@ def test_a_file_that_kills_every_run_that_reads_it_costs_that_file_not_every_lat
             shutil.copytree(left, killed, symlinks=True)
             raise Abandoned(killed)
 
-        monkeypatch.setattr(faults, "crash", crash)
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                assert uninterrupted_run(zone, left, "--layers", "bronze", *kill) == 0
+            with contextlib.redirect_stdout(io.StringIO()), faults.inject(crash_at=kill, crash=crash):
+                assert uninterrupted_run(zone, left, "--layers", "bronze") == 0
             break
         except Abandoned:
             left, deaths = killed, deaths + 1
         assert deaths <= files.bit_length() + 2, "the file was not cornered"
-    monkeypatch.setattr(faults, "crash", faults.kill)
     assert deaths >= 3  # in its chunk, then alone twice at least
 
     def rows(warehouse, table, poisoned) -> list[dict]:
@@ -188,4 +193,5 @@ def test_a_file_that_kills_every_run_that_reads_it_costs_that_file_not_every_lat
         ("not read: 2 runs died ingesting this file alone (out of memory?); a new version is read again", None)
     ]
     # the next run reads nothing again, and is not killed
-    assert uninterrupted_run(zone, left, "--layers", "bronze", *kill) == 0
+    with faults.inject(crash_at=kill):
+        assert uninterrupted_run(zone, left, "--layers", "bronze") == 0

@@ -21,6 +21,7 @@ import pytest
 
 from quorumlake.bronze.raw import MAX_DECOMPRESSED_BYTES
 from quorumlake.contract.tables import ALL_TABLES, by_name
+from quorumlake.pipelines.jobs import faults
 from quorumlake.pipelines.jobs.run import run_pipeline
 from tests import read_back
 from tests.helpers import set_field
@@ -294,7 +295,7 @@ def small_zone(tmp_path) -> Path:
 
 
 def _table(lakehouse, name: str) -> list[dict]:
-    return read_back.rows(lakehouse.table_path(by_name(name)))
+    return read_back.rows(lakehouse.catalog.table_path(by_name(name)))
 
 
 def _silver_clusters(lakehouse) -> set[str]:
@@ -388,13 +389,14 @@ def test_a_file_larger_than_the_configured_limit_is_a_parse_error(spark, fs_run)
     assert "fs-big" not in _silver_clusters(lakehouse)
 
 
-# --- failures no parser foresaw (injected with the `fail_on` testing hook) ------------------------------------------
+# --- failures no parser foresaw (injected with `faults.inject(fail_on=...)`) --------------------------------------------
 
 
 def test_a_file_whose_ingestion_fails_costs_that_file_not_the_run(spark, small_zone, make_lakehouse):
     (small_zone / "quorum" / "poison.jsonl").write_text(_line(_quorum("fs-poison")) + "\n")
     (small_zone / "quorum" / "other.jsonl").write_text(_line(_quorum("fs-other")) + "\n")
-    run_pipeline(make_lakehouse(small_zone, fail_on="file:poison"), layers=("bronze", "silver"))
+    with faults.inject(fail_on="file:poison"):
+        run_pipeline(make_lakehouse(small_zone), layers=("bronze", "silver"))
 
     assert _silver_clusters(make_lakehouse(small_zone)) == {"fs-good", "fs-other"}
     poison = [r for r in _bronze_rows(make_lakehouse(small_zone)) if r["source_file"].endswith("/poison.jsonl")]
@@ -413,7 +415,8 @@ def test_a_file_whose_ingestion_fails_costs_that_file_not_the_run(spark, small_z
 
 def test_a_silver_batch_that_fails_twice_is_quarantined_and_later_runs_go_on(spark, small_zone, make_lakehouse):
     (small_zone / "quorum" / "second.jsonl").write_text(_line(_quorum("fs-second")) + "\n")
-    run_pipeline(make_lakehouse(small_zone, fail_on="silver:bronze.quorum_raw"), layers=("bronze", "silver"))
+    with faults.inject(fail_on="silver:bronze.quorum_raw"):
+        run_pipeline(make_lakehouse(small_zone), layers=("bronze", "silver"))
 
     lakehouse = make_lakehouse(small_zone)
     assert _silver_clusters(lakehouse) == set()

@@ -133,7 +133,7 @@ def test_full_refresh_rebuilds_silver_and_gold_to_the_same_contents(spark, upgra
 
 
 def test_a_backlog_taken_in_many_small_batches_ends_in_the_tables_of_one_batch(
-    spark, landing, landing_run, tmp_path, capsys, monkeypatch
+    spark, landing, landing_run, tmp_path, capsys
 ):
     # Bronze ingests the landing zone in two runs (two commits per bronze table); silver then takes that backlog
     # with batch_bytes=1, one batch per commit, and gold one round per silver commit. A CLI replication capture and
@@ -156,7 +156,7 @@ def test_a_backlog_taken_in_many_small_batches_ends_in_the_tables_of_one_batch(
     backlog = ("--layers", "silver,gold", "--set", "batch_bytes=1", "--set", "spread_bytes=2048")
     for point in ("silver:batch:bronze.quorum_raw", "gold:round"):
         killed = tmp_path / f"killed-at-{point.split(':')[1]}"
-        killed_in_process(monkeypatch, zone, small, point, killed, *backlog)
+        killed_in_process(zone, small, point, killed, *backlog)
         small = killed
     run(zone, small, capsys, *backlog)
 

@@ -1,45 +1,44 @@
-"""The local session remembers which jars Ivy resolved, and uses them only while every one is still cached; a classic
-session caches what `cached` is given."""
+"""The local engine (`quorumlake.pipelines.engine.local`): the jars Ivy resolved are remembered and used only while every
+one is still cached, the class archive is per Java and jars, the JVM options of a small run; a classic session caches
+what `cached` is given, a small local run as local checkpoints."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from quorumlake.pipelines.engine import session
+from quorumlake.pipelines.engine import local, session
 from tests.helpers import checkpointed_rdd
 
 
 def test_remembered_jars_are_used_only_when_all_are_still_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path))
-    assert session._resolved_jars() == []  # nothing remembered: Ivy resolves
+    assert local._resolved_jars() == []  # nothing remembered: Ivy resolves
     jars = [tmp_path / "jars" / "a.jar", tmp_path / "jars" / "b.jar"]
     jars[0].parent.mkdir()
     for jar in jars:
         jar.write_bytes(b"PK")
-    session._resolution_file().write_text("\n".join(map(str, jars)) + "\n")
-    assert session._resolved_jars() == [str(j) for j in jars]
+    local._resolution_file().write_text("\n".join(map(str, jars)) + "\n")
+    assert local._resolved_jars() == [str(j) for j in jars]
     jars[1].unlink()  # a cache cleaned by hand: resolve again rather than start without a jar
-    assert session._resolved_jars() == []
+    assert local._resolved_jars() == []
 
 
 def test_the_remembered_resolution_is_per_pyspark_and_delta_version(tmp_path, monkeypatch):
     monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path))
-    first = session._resolution_file()
-    monkeypatch.setattr(session, "_delta_version", lambda: "0.0.0-other")
-    assert session._resolution_file() != first and session._resolution_file().parent == tmp_path
+    first = local._resolution_file()
+    monkeypatch.setattr(local, "_delta_version", lambda: "0.0.0-other")
+    assert local._resolution_file() != first and local._resolution_file().parent == tmp_path
 
 
 def test_the_class_archive_is_per_java_and_jars(tmp_path, monkeypatch):
     monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "ivy"))
-    first = session.class_archive()
+    first = local.class_archive()
     assert first.parent == tmp_path / "cds" and first.suffix == ".jsa"
     fake_java = tmp_path / "jdk" / "bin" / "java"
     fake_java.parent.mkdir(parents=True)
     fake_java.write_text("")
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
-    assert session.class_archive() != first  # another JVM never maps an archive it did not write
+    assert local.class_archive() != first  # another JVM never maps an archive it did not write
 
 
 def test_the_suite_session_starts_with_the_class_archive_when_one_was_prepared(spark):
@@ -47,7 +46,7 @@ def test_the_suite_session_starts_with_the_class_archive_when_one_was_prepared(s
     arguments = list(
         spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
     )
-    archive = session.class_archive()
+    archive = local.class_archive()
     uses = any(a == f"-XX:SharedArchiveFile={archive}" for a in arguments)
     assert uses == archive.is_file()
 
@@ -56,7 +55,7 @@ def test_the_suite_session_runs_the_jvm_options_of_a_small_run(spark):
     arguments = list(
         spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
     )
-    assert set(session.SMALL_RUN_JAVA_OPTIONS.split()) <= set(arguments)
+    assert set(local.SMALL_RUN_JAVA_OPTIONS.split()) <= set(arguments)
     collectors = {
         b.getName() for b in spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     }
@@ -67,25 +66,25 @@ def test_java_options_come_after_quorumlake_s_own(tmp_path):
     from quorumlake.pipelines.config import Config
 
     config = Config(warehouse=str(tmp_path), java_options="-Xss4m -XX:+UseParallelGC")
-    options = dict(session._local_builder(config, "t")._options)["spark.driver.extraJavaOptions"]
+    options = dict(local.builder(config, "t")._options)["spark.driver.extraJavaOptions"]
     assert options.startswith("-Dquorumlake.maven.root=") and options.endswith(" -Xss4m -XX:+UseParallelGC")
-    plain = dict(session._local_builder(Config(warehouse=str(tmp_path)), "t")._options)["spark.driver.extraJavaOptions"]
+    plain = dict(local.builder(Config(warehouse=str(tmp_path)), "t")._options)["spark.driver.extraJavaOptions"]
     assert "-XX:" not in plain.replace("-XX:SharedArchiveFile", "")  # nothing of ours beyond the class archive
 
 
 def test_the_demo_runs_the_jvm_of_a_small_run(tmp_path):
     from quorumlake.pipelines.app.commands import demo_config
 
-    assert demo_config(tmp_path).java_options == session.SMALL_RUN_JAVA_OPTIONS
+    assert demo_config(tmp_path).java_options == local.SMALL_RUN_JAVA_OPTIONS
 
 
 @pytest.fixture
 def persisting(spark):
     """The session of a run that persists what it keeps (a big run, or any run on a cluster), for one test."""
-    before = spark.conf.get(session.KEEP_AS_CHECKPOINT)
-    spark.conf.set(session.KEEP_AS_CHECKPOINT, "false")
+    before = spark.conf.get(session.LOCAL_CHECKPOINTS)
+    spark.conf.set(session.LOCAL_CHECKPOINTS, "false")
     yield
-    spark.conf.set(session.KEEP_AS_CHECKPOINT, before)
+    spark.conf.set(session.LOCAL_CHECKPOINTS, before)
 
 
 def test_a_classic_session_persists_through_cached_and_release(spark, persisting):
@@ -101,7 +100,7 @@ def test_a_classic_session_persists_through_cached_and_release(spark, persisting
 def test_a_small_local_run_keeps_a_local_checkpoint_until_the_run_ends(spark):
     from pyspark import StorageLevel
 
-    assert spark.conf.get(session.KEEP_AS_CHECKPOINT) == "true"  # the test session's small runs on a local master
+    assert spark.conf.get(session.LOCAL_CHECKPOINTS) == "true"  # the test session's small runs on a local master
     cache = spark._jsparkSession.sharedState().cacheManager()
     df = spark.range(3).selectExpr("id * 2 AS x")
     kept = session.cached(df, StorageLevel.DISK_ONLY)
@@ -166,58 +165,3 @@ def test_a_local_session_bounds_what_one_batch_of_rows_holds_in_the_driver_heap(
     # Parquet column batch of 4,096 metric scrapes
     assert spark.conf.get("spark.sql.inMemoryColumnarStorage.batchSize") == "1000"
     assert spark.conf.get("spark.sql.parquet.columnarReaderBatchSize") == "1024"
-
-
-def _mirror(tmp_path, jars: dict[str, bytes], sha1s: dict[str, str] | None = None):
-    """A Maven layout under tmp_path/repo holding `jars` (group:artifact:version -> bytes), and a lock for them."""
-    import hashlib
-
-    import pyspark
-
-    lines = [f"pyspark {pyspark.__version__}", f"delta-spark {session._delta_version()}"]
-    for coordinate, data in jars.items():
-        group, artifact, version = coordinate.split(":")
-        folder = tmp_path / "repo" / group.replace(".", "/") / artifact / version
-        folder.mkdir(parents=True)
-        (folder / f"{artifact}-{version}.jar").write_bytes(data)
-        lines.append(f"{coordinate} {(sha1s or {}).get(coordinate) or hashlib.sha1(data).hexdigest()}")
-    lock = tmp_path / "delta-jars.lock"
-    lock.write_text("# pinned\n" + "\n".join(lines) + "\n")
-    return lock
-
-
-def test_pinned_jars_are_fetched_in_lock_order_checked_and_remembered(tmp_path, monkeypatch):
-    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "ivy"))
-    monkeypatch.setenv("QUORUMLAKE_MAVEN_REPO", (tmp_path / "repo").as_uri())
-    lock = _mirror(tmp_path, {"io.delta:delta-x_2.13:1.0": b"PK-x", "org.a:b:2.0-3": b"PK-b"})
-    jars = session.fetch_locked_jars(lock)
-    ivy_jars = tmp_path / "ivy" / "jars"
-    # Spark's own retrieve pattern, so that Spark's resolution and this fetch share one cache
-    assert jars == [str(ivy_jars / "io.delta_delta-x_2.13-1.0.jar"), str(ivy_jars / "org.a_b-2.0-3.jar")]
-    assert [Path(j).read_bytes() for j in jars] == [b"PK-x", b"PK-b"]
-    assert session._resolved_jars() == jars  # later starts pass them to Spark without resolving
-
-
-def test_a_jar_whose_sha1_differs_from_the_lock_is_not_used(tmp_path, monkeypatch):
-    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "ivy"))
-    monkeypatch.setenv("QUORUMLAKE_MAVEN_REPO", (tmp_path / "repo").as_uri())
-    lock = _mirror(tmp_path, {"org.a:b:1": b"PK-tampered"}, sha1s={"org.a:b:1": "0" * 40})
-    assert session.fetch_locked_jars(lock) == []  # Spark's own resolution runs instead
-    assert session._resolved_jars() == [] and not list((tmp_path / "ivy" / "jars").glob("*.jar"))
-
-
-def test_the_lock_applies_only_to_the_pyspark_and_delta_it_was_made_for(tmp_path, monkeypatch):
-    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "ivy"))
-    monkeypatch.setenv("QUORUMLAKE_MAVEN_REPO", (tmp_path / "repo").as_uri())
-    lock = _mirror(tmp_path, {"org.a:b:1": b"PK"})
-    monkeypatch.setattr(session, "_delta_version", lambda: "0.0.0-other")
-    assert session.fetch_locked_jars(lock) == []
-
-
-def test_the_shipped_lock_is_for_the_pinned_pyspark_and_delta():
-    import pyspark
-
-    lines = session.LOCKED_JARS.read_text().splitlines()
-    pins = [line.split() for line in lines if line.strip() and not line.startswith("#")]
-    assert dict(pins[:2]) == {"pyspark": pyspark.__version__, "delta-spark": session._delta_version()}
-    assert pins[2][0].startswith("io.delta:delta-spark_") and all(len(sha1) == 40 for _, sha1 in pins[2:])

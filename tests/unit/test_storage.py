@@ -1,4 +1,5 @@
-"""The storage seam (pipelines/storage/): bounded MERGEs, the driver-side reads of a local Delta log, the run's engine."""
+"""The storage seam (pipelines/storage/): bounded MERGEs, what a local table's Delta log says (read with delta-rs), the
+run's engine."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from quorumlake.contract.tables import BRONZE_QUORUM_RAW
-from quorumlake.pipelines.engine.session import KEEP_AS_CHECKPOINT, release_all
+from quorumlake.pipelines.engine.session import LOCAL_CHECKPOINTS, release_all
 from quorumlake.pipelines.storage import PARQUET_TO_LANDING, Bounds, Lakehouse
 from tests.frames import assert_frames_equal
 from tests.helpers import checkpointed_rdd
@@ -54,11 +55,11 @@ def test_versions_and_commit_metrics_from_the_local_log_match_describe_history(s
     rows = _raw(spark, [("a", "c1")])
     lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at", or_null=True))
     lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("b", "c2")]))
-    history = spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
+    history = spark.sql(f"DESCRIBE HISTORY {lakehouse.catalog.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
     assert lakehouse.version(BRONZE_QUORUM_RAW) == history[-1]["version"] == 2
-    assert lakehouse.last_commit_metrics(BRONZE_QUORUM_RAW, 0) == [dict(r["operationMetrics"]) for r in history[1:]]
+    assert lakehouse.log.last_commit_metrics(BRONZE_QUORUM_RAW, 0) == [dict(r["operationMetrics"]) for r in history[1:]]
     # the first write into the empty table is an append, the second a MERGE
-    first, second = lakehouse.last_commit_metrics(BRONZE_QUORUM_RAW, 0)
+    first, second = lakehouse.log.last_commit_metrics(BRONZE_QUORUM_RAW, 0)
     assert (int(first["numOutputRows"]), int(second["numTargetRowsInserted"])) == (1, 1)
     assert [r["operation"] for r in history[1:]] == ["WRITE", "MERGE"]
 
@@ -67,7 +68,7 @@ def test_vacuum_could_delete_only_where_something_outside_the_log_is_older_than_
     spark, make_lakehouse, tmp_path
 ):
     lakehouse = make_lakehouse(tmp_path / "landing")
-    table = Path(lakehouse.table_path(BRONZE_QUORUM_RAW).removeprefix("file:"))
+    table = Path(lakehouse.catalog.table_path(BRONZE_QUORUM_RAW).removeprefix("file:"))
     (table / "_delta_log").mkdir(parents=True)
     (table / "_delta_log" / "00000000000000000000.json").write_text("{}")
     (table / "part-0.parquet").write_bytes(b"x")
@@ -79,7 +80,7 @@ def test_vacuum_could_delete_only_where_something_outside_the_log_is_older_than_
         os.utime(path, (now - seconds, now - seconds))
 
     def could(cutoff_s: float) -> bool | None:
-        return lakehouse.vacuum_could_delete(BRONZE_QUORUM_RAW, cutoff_s)
+        return lakehouse.log.vacuum_could_delete(BRONZE_QUORUM_RAW, cutoff_s)
 
     for path in table.rglob("*"):
         age(path, 10)
@@ -97,7 +98,7 @@ def test_vacuum_could_delete_only_where_something_outside_the_log_is_older_than_
     (table / "_change_data").rmdir()
     assert could(now - 100) is False
     # a table of a catalog: nothing is known
-    assert make_lakehouse(tmp_path / "landing", catalog="main").vacuum_could_delete(BRONZE_QUORUM_RAW, now) is None
+    assert make_lakehouse(tmp_path / "landing", catalog="main").log.vacuum_could_delete(BRONZE_QUORUM_RAW, now) is None
 
 
 def test_a_table_is_known_empty_until_a_file_is_added_and_again_once_every_file_is_removed(
@@ -105,29 +106,33 @@ def test_a_table_is_known_empty_until_a_file_is_added_and_again_once_every_file_
 ):
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
-    assert lakehouse.known_empty(BRONZE_QUORUM_RAW)
+    assert lakehouse.log.known_empty(BRONZE_QUORUM_RAW)
     lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1"), ("a", "c1")]))  # appended, deduplicated
     lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1"), ("b", "c2")]))  # merged: only b is new
     assert lakehouse.read(BRONZE_QUORUM_RAW).count() == 2
-    assert not lakehouse.known_empty(BRONZE_QUORUM_RAW)
-    spark.sql(f"DELETE FROM {lakehouse.ref(BRONZE_QUORUM_RAW)} WHERE record_id = 'a'")
-    assert not lakehouse.known_empty(BRONZE_QUORUM_RAW)
+    assert not lakehouse.log.known_empty(BRONZE_QUORUM_RAW)
+    spark.sql(f"DELETE FROM {lakehouse.catalog.ref(BRONZE_QUORUM_RAW)} WHERE record_id = 'a'")
+    assert not lakehouse.log.known_empty(BRONZE_QUORUM_RAW)
     lakehouse.truncate(BRONZE_QUORUM_RAW)  # what a full refresh does: every file removed
-    assert lakehouse.known_empty(BRONZE_QUORUM_RAW)
+    assert lakehouse.log.known_empty(BRONZE_QUORUM_RAW)
     lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]))
     assert lakehouse.read(BRONZE_QUORUM_RAW).count() == 1
-    operations = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").collect()]
+    operations = [
+        r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {lakehouse.catalog.ref(BRONZE_QUORUM_RAW)}").collect()
+    ]
     assert operations[:4] == ["WRITE", "DELETE", "DELETE", "MERGE"]  # newest first
     # past a checkpoint (every 10 commits; every 2 for this table): the checkpoint's files, then the commits after it
-    spark.sql(f"ALTER TABLE {lakehouse.ref(BRONZE_QUORUM_RAW)} SET TBLPROPERTIES ('delta.checkpointInterval' = '2')")
+    spark.sql(
+        f"ALTER TABLE {lakehouse.catalog.ref(BRONZE_QUORUM_RAW)} SET TBLPROPERTIES ('delta.checkpointInterval' = '2')"
+    )
     lakehouse.truncate(BRONZE_QUORUM_RAW)
     lakehouse.insert_new(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]))
     assert any(
         ".checkpoint." in p.name for p in (tmp_path / "warehouse" / "bronze" / "quorum_raw" / "_delta_log").iterdir()
     )
-    assert not lakehouse.known_empty(BRONZE_QUORUM_RAW)
+    assert not lakehouse.log.known_empty(BRONZE_QUORUM_RAW)
     lakehouse.truncate(BRONZE_QUORUM_RAW)
-    assert lakehouse.known_empty(BRONZE_QUORUM_RAW)
+    assert lakehouse.log.known_empty(BRONZE_QUORUM_RAW)
 
 
 def test_rows_added_are_counted_from_the_log_only_where_every_commit_just_added_rows(spark, make_lakehouse, tmp_path):
@@ -142,22 +147,22 @@ def test_rows_added_are_counted_from_the_log_only_where_every_commit_just_added_
     upto = lakehouse.version(BRONZE_QUORUM_RAW)
     feed = lakehouse.changes(BRONZE_QUORUM_RAW, created, upto).where("_change_type = 'insert'")
     assert (
-        lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto, "parse_error")
+        lakehouse.log.added_rows(BRONZE_QUORUM_RAW, created, upto, "parse_error")
         == (
             feed.count(),
             feed.where(F.col("parse_error").isNotNull()).count(),
         )
         == (4, 2)
     )
-    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created + 1, upto) == (1, 1)  # the MERGE alone: d
-    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, -1, created) == (0, 0)  # CREATE TABLE adds no row
-    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, upto, upto) == (0, 0)
-    assert lakehouse.local_version(BRONZE_QUORUM_RAW) == upto
+    assert lakehouse.log.added_rows(BRONZE_QUORUM_RAW, created + 1, upto) == (1, 1)  # the MERGE alone: d
+    assert lakehouse.log.added_rows(BRONZE_QUORUM_RAW, -1, created) == (0, 0)  # CREATE TABLE adds no row
+    assert lakehouse.log.added_rows(BRONZE_QUORUM_RAW, upto, upto) == (0, 0)
+    assert lakehouse.log.local_version(BRONZE_QUORUM_RAW) == upto
     # a commit that removed rows: not certain from the log, Spark is asked
-    spark.sql(f"DELETE FROM {lakehouse.ref(BRONZE_QUORUM_RAW)} WHERE record_id = 'a'")
-    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto + 1) is None
-    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto + 1, "no_such_column") is None
-    assert lakehouse.added_rows(BRONZE_QUORUM_RAW, created, upto, "no_such_column") is None  # no null count
+    spark.sql(f"DELETE FROM {lakehouse.catalog.ref(BRONZE_QUORUM_RAW)} WHERE record_id = 'a'")
+    assert lakehouse.log.added_rows(BRONZE_QUORUM_RAW, created, upto + 1) is None
+    assert lakehouse.log.added_rows(BRONZE_QUORUM_RAW, created, upto + 1, "no_such_column") is None
+    assert lakehouse.log.added_rows(BRONZE_QUORUM_RAW, created, upto, "no_such_column") is None  # no null count
     # whether a range of changes holds rows: the log's answer, and Spark's where the log cannot tell
     holds = {
         (lo, hi): lakehouse.changes_hold_rows(BRONZE_QUORUM_RAW, lo, hi, lakehouse.changes(BRONZE_QUORUM_RAW, lo, hi))
@@ -176,43 +181,56 @@ def _raw_at(spark, rows):
     )
 
 
-def test_the_files_read_from_the_log_through_a_checkpoint_are_the_ones_delta_reads(spark, make_lakehouse, tmp_path):
+def test_the_log_read_through_a_checkpoint_says_what_delta_reads(spark, make_lakehouse, tmp_path):
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
+    ref = lakehouse.catalog.ref(BRONZE_QUORUM_RAW)
     # a checkpoint every 4 commits (10 by default), so that a few commits reach past one
-    spark.sql(f"ALTER TABLE {lakehouse.ref(BRONZE_QUORUM_RAW)} SET TBLPROPERTIES ('delta.checkpointInterval' = '4')")
+    spark.sql(f"ALTER TABLE {ref} SET TBLPROPERTIES ('delta.checkpointInterval' = '4')")
     for hour in range(7):  # appends, MERGEs and a delete past the checkpoints at versions 4 and 8
         rows = _raw_at(spark, [(f"r{hour}", T0 + timedelta(hours=hour))])
         lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at"))
         if hour == 2:
-            spark.sql(f"DELETE FROM {lakehouse.ref(BRONZE_QUORUM_RAW)} WHERE record_id = 'r2'")
+            spark.sql(f"DELETE FROM {ref} WHERE record_id = 'r2'")
     log = tmp_path / "warehouse" / "bronze" / "quorum_raw" / "_delta_log"
-    assert (log / "_last_checkpoint").is_file()
-    live = lakehouse._live_files(BRONZE_QUORUM_RAW)
-    read = lakehouse.read(BRONZE_QUORUM_RAW).inputFiles()
-    assert sorted(live) == sorted(Path(p).name for p in read)
-    assert all(f.stats for f in live.values())
-    # the rows read by the driver from those files are the table's rows
-    rows = lakehouse.local_rows(BRONZE_QUORUM_RAW, ["record_id"])
-    assert sorted(rows["record_id"].to_pylist()) == sorted(f"r{h}" for h in range(7) if h != 2)
-    # the table's state is a checkpoint and commits after it
     checkpoint = max(int(p.name[:20]) for p in log.glob("*.checkpoint.parquet"))
-    assert max(int(p.name[:20]) for p in log.glob("*.json")) > checkpoint > 0
+    history = spark.sql(f"DESCRIBE HISTORY {ref}").collect()
+    # the table's state is a checkpoint and commits after it
+    assert lakehouse.version(BRONZE_QUORUM_RAW) == max(r["version"] for r in history) > checkpoint > 0
+    # the rows read by the driver are the table's rows
+    rows = lakehouse.log.local_rows(BRONZE_QUORUM_RAW, ["record_id"])
+    assert sorted(rows["record_id"].to_pylist()) == sorted(f"r{h}" for h in range(7) if h != 2)
+    # every row within the last hour's bounds, none after them: the current files' statistics say so
+    last_us = int((T0 + timedelta(hours=6)).timestamp()) * 1_000_000
+    assert not lakehouse.log.holds_nothing_within(BRONZE_QUORUM_RAW, Bounds("collected_at", last_us, None))
+    assert lakehouse.log.holds_nothing_within(BRONZE_QUORUM_RAW, Bounds("collected_at", last_us + 1000, None))
+    # the commits' operations and metrics, as DESCRIBE HISTORY gives them
+    commits = lakehouse.log.commits(BRONZE_QUORUM_RAW, -1)
+    assert [(c.version, c.operation, c.metrics) for c in commits] == [
+        (r["version"], r["operation"], dict(r["operationMetrics"] or {}))
+        for r in sorted(history, key=lambda r: r["version"])
+    ]
 
 
-def test_rows_are_read_by_the_driver_only_when_no_deletion_vector_hides_some(spark, make_lakehouse, tmp_path):
+def test_rows_are_read_by_the_driver_as_delta_reads_them_deletion_vectors_too(spark, make_lakehouse, tmp_path):
     lakehouse = make_lakehouse(tmp_path / "landing")
     lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
-    assert lakehouse.local_rows(BRONZE_QUORUM_RAW, ["record_id"]) is None  # no file: nothing to read, Spark says
+    assert lakehouse.log.local_rows(BRONZE_QUORUM_RAW, ["record_id"]).num_rows == 0  # no file: no row
     lakehouse.append(BRONZE_QUORUM_RAW, _raw_at(spark, [("a", T0), ("b", T0)]).coalesce(1))
-    assert lakehouse.local_rows(BRONZE_QUORUM_RAW, ["record_id"])["record_id"].to_pylist() == ["a", "b"]
-    assert lakehouse.local_rows(BRONZE_QUORUM_RAW, ["no_such_column"]) is None
-    ref = lakehouse.ref(BRONZE_QUORUM_RAW)
+    assert lakehouse.log.local_rows(BRONZE_QUORUM_RAW, ["record_id"])["record_id"].to_pylist() == ["a", "b"]
+    assert lakehouse.log.local_rows(BRONZE_QUORUM_RAW, ["no_such_column"]) is None  # Spark is asked, and says
+    ref = lakehouse.catalog.ref(BRONZE_QUORUM_RAW)
     spark.sql(f"ALTER TABLE {ref} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
     spark.sql(f"DELETE FROM {ref} WHERE record_id = 'a'")
-    live = lakehouse._live_files(BRONZE_QUORUM_RAW)
-    assert [f.deletion_vector for f in live.values()] == [True]
-    assert lakehouse.local_rows(BRONZE_QUORUM_RAW, ["record_id"]) is None
+    assert [
+        r["numDeletionVectorsAdded"]
+        for r in spark.sql(f"DESCRIBE HISTORY {ref} LIMIT 1")
+        .select("operationMetrics.numDeletionVectorsAdded")
+        .collect()
+    ] == ["1"]
+    rows = lakehouse.log.local_rows(BRONZE_QUORUM_RAW, ["record_id"])
+    assert rows is None, rows
+    assert not lakehouse.log.known_empty(BRONZE_QUORUM_RAW)
 
 
 def test_a_table_holds_nothing_within_bounds_its_files_statistics_exclude(spark, make_lakehouse, tmp_path):
@@ -220,13 +238,13 @@ def test_a_table_holds_nothing_within_bounds_its_files_statistics_exclude(spark,
     lakehouse.ensure_tables((BRONZE_QUORUM_RAW,))
     us = 1_000_000
     t0 = int(T0.timestamp()) * us
-    assert lakehouse.holds_nothing_within(BRONZE_QUORUM_RAW, Bounds("collected_at", t0, None))  # empty
+    assert lakehouse.log.holds_nothing_within(BRONZE_QUORUM_RAW, Bounds("collected_at", t0, None))  # empty
     later = T0 + timedelta(hours=1, microseconds=1500)
     lakehouse.append(BRONZE_QUORUM_RAW, _raw_at(spark, [("a", T0), ("b", later)]).coalesce(1))  # one file
     t1 = t0 + 3600 * us + 1500
 
     def within(lo, hi=None, or_null=False):
-        return not lakehouse.holds_nothing_within(BRONZE_QUORUM_RAW, Bounds("collected_at", lo, hi, None, or_null))
+        return not lakehouse.log.holds_nothing_within(BRONZE_QUORUM_RAW, Bounds("collected_at", lo, hi, None, or_null))
 
     assert not within(t1 + 500)  # after the millisecond of the newest row
     assert within(t1 + 499)  # within it: statistics keep milliseconds and cannot tell apart
@@ -246,7 +264,9 @@ def test_new_keys_after_a_history_are_appended_and_a_repeat_adds_nothing(spark, 
     batch = _raw_at(spark, [("c", T0 + timedelta(hours=2)), ("d", T0 + timedelta(hours=3))])
     for rows in (history, batch):  # a batch of later times after the history: both appended
         lakehouse.insert_new(BRONZE_QUORUM_RAW, rows, Bounds.of(rows, "collected_at"))
-    operations = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").collect()]
+    operations = [
+        r["operation"] for r in spark.sql(f"DESCRIBE HISTORY {lakehouse.catalog.ref(BRONZE_QUORUM_RAW)}").collect()
+    ]
     assert operations[::-1][1:] == ["WRITE", "WRITE"]
     version = lakehouse.version(BRONZE_QUORUM_RAW)
     for rows in (batch, history):  # a file read twice, an old file again: MERGEs that find every key there
@@ -271,7 +291,7 @@ def test_replace_scope_fills_an_empty_table_by_one_append_then_merges_only_what_
     lakehouse.replace_groups(BRONZE_QUORUM_RAW, rows, scope)
     lakehouse.replace_groups(BRONZE_QUORUM_RAW, rows, scope)  # the same rows again: nothing differs, no commit
     lakehouse.replace_groups(BRONZE_QUORUM_RAW, _raw(spark, [("a", "c1")]), scope.where("cluster_id = 'c1'"))
-    history = spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
+    history = spark.sql(f"DESCRIBE HISTORY {lakehouse.catalog.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
     assert [r["operation"] for r in history[1:]] == ["WRITE", "MERGE"]
     assert int(history[-1]["operationMetrics"]["numTargetRowsDeleted"]) == 1  # b left c1's scope; c2 untouched
     assert_frames_equal(
@@ -295,7 +315,7 @@ def test_replace_scope_appends_rows_of_new_keys_and_merges_once_a_row_held_chang
     changed = _raw(spark, [("a", "c1"), ("b", "c1")]).withColumn("line_number", F.lit(7).cast("int"))
     lakehouse.replace_groups(BRONZE_QUORUM_RAW, changed, c1)  # both held rows change: a MERGE updates them
     lakehouse.replace_groups(BRONZE_QUORUM_RAW, changed.where("record_id = 'a'").union(_raw(spark, [("d", "c1")])), c1)
-    history = spark.sql(f"DESCRIBE HISTORY {lakehouse.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
+    history = spark.sql(f"DESCRIBE HISTORY {lakehouse.catalog.ref(BRONZE_QUORUM_RAW)}").orderBy("version").collect()
     assert [r["operation"] for r in history[1:]] == ["WRITE", "WRITE", "MERGE", "MERGE"]
     assert int(history[2]["operationMetrics"]["numOutputRows"]) == 1
     assert int(history[3]["operationMetrics"]["numTargetRowsUpdated"]) == 2
@@ -313,7 +333,7 @@ def test_replace_scope_with_no_rows_leaves_an_empty_table_without_a_commit(spark
     before = lakehouse.version(BRONZE_QUORUM_RAW)
     lakehouse.replace_groups(BRONZE_QUORUM_RAW, _raw(spark, []), spark.createDataFrame([("c1",)], "cluster_id string"))
     assert lakehouse.version(BRONZE_QUORUM_RAW) == before
-    assert lakehouse.known_empty(BRONZE_QUORUM_RAW)
+    assert lakehouse.log.known_empty(BRONZE_QUORUM_RAW)
 
 
 def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spark_defaults(
@@ -326,9 +346,9 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
         assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
         assert spark.conf.get("spark.sql.shuffle.partitions") == "1"  # one task per shuffle and small scan
         assert spark.conf.get("spark.sql.files.minPartitionNum") == "1"
-        assert spark.conf.get(KEEP_AS_CHECKPOINT) == "true"  # a local master: frames kept as local checkpoints
+        assert spark.conf.get(LOCAL_CHECKPOINTS) == "true"  # a local master: frames kept as local checkpoints
         assert not lakehouse.tune_for(1001)
-        assert spark.conf.get(KEEP_AS_CHECKPOINT) == "false"
+        assert spark.conf.get(LOCAL_CHECKPOINTS) == "false"
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
         assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
         assert spark.conf.get("spark.sql.shuffle.partitions") == "2"  # the configured count
@@ -347,11 +367,11 @@ def test_a_small_run_gets_the_interpreted_engine_and_a_big_one_or_a_rebuild_spar
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
         lakehouse.tune_up_for(1000 // PARQUET_TO_LANDING + 1)
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
-        assert spark.conf.get(KEEP_AS_CHECKPOINT) == "false"
+        assert spark.conf.get(LOCAL_CHECKPOINTS) == "false"
         # a small run on a cluster's master (whose lost executors lose blocks) still persists what it keeps
         clustered = make_lakehouse(tmp_path / "landing", small_run_bytes=1000, spark_master="spark://cluster:7077")
         assert clustered.tune_for(1000)
-        assert spark.conf.get(KEEP_AS_CHECKPOINT) == "false"
+        assert spark.conf.get(LOCAL_CHECKPOINTS) == "false"
     finally:
         lakehouse.rebuild_bytes = 0
         lakehouse.tune_for(0)  # the test session's engine
@@ -453,7 +473,7 @@ def test_held_progress_records_go_with_the_ledger_s_next_commit_which_keeps_ever
     later.flush_progress()  # nothing held: no commit
     assert later.version(PIPELINE_RUNS) == 3
     # written whole, the ledger keeps its declared layout
-    detail = spark.sql(f"DESCRIBE DETAIL delta.`{later.table_path(PIPELINE_RUNS)}`").first()
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{later.catalog.table_path(PIPELINE_RUNS)}`").first()
     assert tuple(detail["clusteringColumns"]) == PIPELINE_RUNS.clustering == ("consumer", "source_table")
 
     # a run that records only gold keeps the others' records as their runs wrote them, each consumer's rows whole
@@ -464,11 +484,11 @@ def test_held_progress_records_go_with_the_ledger_s_next_commit_which_keeps_ever
     assert ledger[("bronze", "landing")] == (read_back, 5, "g")
     assert ("gold", "silver.replica_states") not in ledger and ledger[("gold", "silver.node_metrics")][1:] == (2, None)
     # a consumer reset (full refresh) is gone from the next commit too
-    third.reset_progress("silver")
+    third.ledger.reset_progress("silver")
     third.save_progress("gold", {"silver.node_metrics": 3})
     assert {consumer for consumer, _ in _ledger(third)} == {"bronze", "gold", "registry"}
     # a record without its run's time (written by hand) is kept as it is, and does not stop the run
-    spark.sql(f"INSERT INTO {third.ref(PIPELINE_RUNS)} VALUES (NULL, 'by-hand', 't', 1, NULL)")
+    spark.sql(f"INSERT INTO {third.catalog.ref(PIPELINE_RUNS)} VALUES (NULL, 'by-hand', 't', 1, NULL)")
     fourth = make_lakehouse(tmp_path / "landing")
     fourth.save_progress("gold", {"silver.node_metrics": 4})
     assert _ledger(fourth)[("by-hand", "t")] == (None, 1, None)
@@ -513,15 +533,15 @@ def test_bringing_tables_to_their_definitions_commits_only_what_differs(spark, m
     lakehouse.ensure_tables(ALL_TABLES)
     versions = {spec.name: lakehouse.version(spec) for spec in ALL_TABLES}
     for spec in ALL_TABLES:  # every table as declared: nothing to commit
-        lakehouse.evolve(spec)
+        lakehouse.catalog.evolve(spec, lakehouse.read(spec).schema)
     assert {spec.name: lakehouse.version(spec) for spec in ALL_TABLES} == versions
     # a property the table does not hold yet: one commit, and the table holds it
     changed = dataclasses.replace(
         BRONZE_METRICS_RAW, properties=(*(BRONZE_METRICS_RAW.properties or ()), ("quorumlake.test", "yes"))
     )
-    lakehouse.evolve(changed)
+    lakehouse.catalog.evolve(changed, lakehouse.read(changed).schema)
     assert lakehouse.version(BRONZE_METRICS_RAW) == versions[BRONZE_METRICS_RAW.name] + 1
-    detail = spark.sql(f"DESCRIBE DETAIL {lakehouse.ref(BRONZE_METRICS_RAW)}").first()
+    detail = spark.sql(f"DESCRIBE DETAIL {lakehouse.catalog.ref(BRONZE_METRICS_RAW)}").first()
     assert detail["properties"]["quorumlake.test"] == "yes"
 
 
@@ -536,28 +556,30 @@ def test_staged_rows_come_back_whole_in_parquet_files_of_bounded_size_and_are_re
         }
     )
     schema = "path STRING, content BINARY, at TIMESTAMP"
-    staged = lakehouse.staged(files, schema, "t", group_bytes=60)
+    staged = lakehouse.sources.staged(files, schema, "t", group_bytes=60)
     expected = spark.createDataFrame(
         [(f"/l/{i}.jsonl", b"x" * n if n else None, T0) for i, n in enumerate(sizes)], schema
     )
     assert_frames_equal(staged, expected, ignore_row_order=True, ignore_nullable=True)
     # row weights (path + content bytes) 15 50 10 17 100 13 13: files of at most 60 bytes, a larger row alone
-    parts = sorted(Path(lakehouse.staging("t")).glob("*.parquet"))
+    parts = sorted(Path(lakehouse.sources.staging("t")).glob("*.parquet"))
     assert [pq.read_table(p).num_rows for p in parts] == [1, 2, 1, 1, 2]
-    lakehouse.unstage("t")
-    assert not Path(lakehouse.staging("t")).exists()
+    lakehouse.sources.unstage("t")
+    assert not Path(lakehouse.sources.staging("t")).exists()
 
 
 def test_a_classic_session_materializes_by_caching_and_leaves_no_scratch(spark, make_lakehouse, tmp_path):
     # (under Spark Connect the frame is written once as Parquet instead: tests/e2e/test_connect.py)
     lakehouse = make_lakehouse(tmp_path / "landing")
     df = spark.createDataFrame([(1, "a"), (2, "b")], "id INT, name STRING")
-    kept = lakehouse.materialized(df)  # the test session's small runs: a local checkpoint (tests/unit/test_session.py)
+    kept = lakehouse.sources.materialized(
+        df
+    )  # the test session's small runs: a local checkpoint (tests/unit/test_session.py)
     try:
         assert checkpointed_rdd(kept).getStorageLevel().useMemory()
         assert_frames_equal(kept, df)
-        lakehouse.drop_scratch()
-        assert not Path(lakehouse.scratch()).exists()
+        lakehouse.sources.drop_scratch()
+        assert not Path(lakehouse.sources.scratch()).exists()
     finally:
         release_all()
 
@@ -584,20 +606,20 @@ def test_the_bytes_each_commit_added_match_delta_s_own_history(spark, make_lakeh
     lakehouse.save_progress("silver", {"bronze.quorum_raw": 3})
     lakehouse.save_progress("gold", {"silver.replica_states": 4, "silver.node_metrics": 1})
     upto = lakehouse.version(PIPELINE_RUNS)
-    local = lakehouse.commit_sizes(PIPELINE_RUNS, -1, upto)[0]
+    local = lakehouse.log.commit_sizes(PIPELINE_RUNS, -1, upto)[0]
     history = {
         r["version"]: int((r["operationMetrics"] or {}).get("numOutputBytes") or 0)
-        for r in spark.sql(f"DESCRIBE HISTORY delta.`{lakehouse.table_path(PIPELINE_RUNS)}`").collect()
+        for r in spark.sql(f"DESCRIBE HISTORY delta.`{lakehouse.catalog.table_path(PIPELINE_RUNS)}`").collect()
     }
     assert sorted(local) == list(range(upto + 1)) and upto >= 2
     assert local == history and local[upto] > 0
-    assert lakehouse.commit_sizes(PIPELINE_RUNS, 0, upto)[0] == {v: history[v] for v in range(1, upto + 1)}
-    assert lakehouse.added_bytes(PIPELINE_RUNS, 0, upto) == sum(history[v] for v in range(1, upto + 1))
+    assert lakehouse.log.commit_sizes(PIPELINE_RUNS, 0, upto)[0] == {v: history[v] for v in range(1, upto + 1)}
+    assert lakehouse.log.added_bytes(PIPELINE_RUNS, 0, upto) == sum(history[v] for v in range(1, upto + 1))
     # a DELETE of every row: read from the start, the first range reaches it
     lakehouse.truncate(PIPELINE_RUNS)
     lakehouse.save_progress("silver", {"bronze.quorum_raw": 5})
     deleted, last = upto + 1, lakehouse.version(PIPELINE_RUNS)
-    assert lakehouse.commit_sizes(PIPELINE_RUNS, -1, last)[1] == {deleted}
+    assert lakehouse.log.commit_sizes(PIPELINE_RUNS, -1, last)[1] == {deleted}
     assert lakehouse.version_ranges(PIPELINE_RUNS, -1, last)[0][1] >= deleted
 
 
@@ -617,71 +639,18 @@ def test_names_registered_over_existing_tables_carry_their_declared_columns_comm
 
     lakehouse = make_lakehouse(tmp_path / "landing")
     specs = (BRONZE_QUORUM_RAW, GOLD_QUORUM_STATUS)
-    lakehouse.register_names(specs)  # no tables yet: the names create them, as declared
+    lakehouse.catalog.register_names(specs)  # no tables yet: the names create them, as declared
     lakehouse.ensure_tables(specs)
-    lakehouse.spark.conf.unset(f"quorumlake.registered.{lakehouse.table_name(GOLD_QUORUM_STATUS)}")
-    lakehouse.register_names(specs)  # a table that exists: registered by its name and location only
+    lakehouse.spark.conf.unset(f"quorumlake.registered.{lakehouse.catalog.table_name(GOLD_QUORUM_STATUS)}")
+    lakehouse.catalog.register_names(specs)  # a table that exists: registered by its name and location only
     for spec in specs:
-        table = lakehouse.table_name(spec)
+        table = lakehouse.catalog.table_name(spec)
         columns = [(c.name, c.description) for c in spark.catalog.listColumns(table)]
         assert columns == [(name, comment) for name, _, comment in spec.columns], spec.name
         detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
         assert (detail["location"].removeprefix("file:"), detail["description"]) == (
-            lakehouse.table_path(spec),
+            lakehouse.catalog.table_path(spec),
             spec.comment,
         )
         assert list(detail["clusteringColumns"] or []) == list(spec.clustering if not spec.partitioned_by else [])
         assert dict(detail["properties"]).items() >= dict(spec.properties or {}).items()
-
-
-def test_a_table_created_from_its_template_is_the_table_sql_creates(spark, make_lakehouse, tmp_path, monkeypatch):
-    import json
-
-    from quorumlake.contract.tables import ALL_TABLES, BRONZE_METRICS_RAW, GOLD_QUORUM_STATUS, SILVER_QUORUM_SNAPSHOTS
-    from quorumlake.pipelines.engine.session import templates_home
-
-    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "cache" / "ivy"))  # no template yet
-    specs = (BRONZE_QUORUM_RAW, SILVER_QUORUM_SNAPSHOTS, GOLD_QUORUM_STATUS)
-    by_sql = make_lakehouse(tmp_path / "landing", warehouse=str(tmp_path / "sql"))
-    by_sql.ensure_tables(specs)  # by SQL, each first commit kept as its table's template
-    assert len(list(templates_home().iterdir())) == len(specs)
-    from_template = make_lakehouse(tmp_path / "landing", warehouse=str(tmp_path / "copied"))
-    from_template.ensure_tables(specs)
-
-    def detail(lakehouse, spec):
-        row = spark.sql(f"DESCRIBE DETAIL {lakehouse.ref(spec)}").first().asDict()
-        return {k: v for k, v in row.items() if k not in ("id", "location", "createdAt", "lastModified")}, row["id"]
-
-    for spec in specs:
-        (want, sql_id), (got, copy_id) = detail(by_sql, spec), detail(from_template, spec)
-        assert got == want and copy_id != sql_id, spec.name  # same definition, clustering, properties; its own id
-        fields = [(f.name, f.dataType, f.metadata) for f in from_template.read(spec).schema.fields]
-        assert fields == [(f.name, f.dataType, f.metadata) for f in by_sql.read(spec).schema.fields]
-        history = spark.sql(f"DESCRIBE HISTORY {from_template.ref(spec)}").collect()
-        assert [r["operation"] for r in history] == ["CREATE TABLE"]
-    # a table made from its template takes writes and serves its change feed as any other
-    rows = _raw(spark, [("r1", "kraft-a")])
-    from_template.insert_new(BRONZE_QUORUM_RAW, rows)
-    changes = from_template.changes(BRONZE_QUORUM_RAW, 0, 1).select("record_id", "_change_type").collect()
-    assert [tuple(r) for r in changes] == [("r1", "insert")]
-    # a table that exists already is left as it is (IF NOT EXISTS): its first commit is not written over
-    log = Path(from_template.table_path(BRONZE_QUORUM_RAW)) / "_delta_log"
-    first = (log / "00000000000000000000.json").read_text()
-    assert from_template._templates().create(BRONZE_QUORUM_RAW, from_template.table_path(BRONZE_QUORUM_RAW))
-    assert (log / "00000000000000000000.json").read_text() == first and from_template.version(BRONZE_QUORUM_RAW) == 1
-
-    # a damaged template is not used: the table is created by SQL, and the template kept again from that table
-    (damaged,) = [p for p in templates_home().iterdir() if p.name.startswith(GOLD_QUORUM_STATUS.name + "-")]
-    (damaged / "00000000000000000000.json").write_text("{not json\n")
-    again = make_lakehouse(tmp_path / "landing", warehouse=str(tmp_path / "again"))
-    again.ensure_tables((GOLD_QUORUM_STATUS, BRONZE_METRICS_RAW))
-    assert detail(again, GOLD_QUORUM_STATUS)[0] == detail(by_sql, GOLD_QUORUM_STATUS)[0]
-    made = (tmp_path / "again" / "gold" / "quorum_status" / "_delta_log" / "00000000000000000000.json").read_text()
-    assert (damaged / "00000000000000000000.json").read_text() == made
-    assert [next(iter(json.loads(line))) for line in made.splitlines()] == [
-        "commitInfo",
-        "metaData",
-        "protocol",
-        "domainMetadata",
-    ]
-    assert len(list(templates_home().iterdir())) == len(specs) + 1 < len(ALL_TABLES)  # + bronze.metrics_raw
