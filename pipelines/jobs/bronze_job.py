@@ -63,7 +63,9 @@ def run_bronze(
     lakehouse.sources.unstage()  # what a killed run left
     since = {spec.name: lakehouse.log.local_version(spec) for spec in BRONZE_SOURCES.values()}  # counted from here
     recorded = lakehouse.ledger.fingerprint(CONSUMER, LANDING)
-    scan = scan_landing(config.landing, BRONZE_SOURCES, lakehouse.sources.landing_folders(recorded), _settled_before(config))
+    scan = scan_landing(
+        config.landing, BRONZE_SOURCES, lakehouse.sources.landing_folders(recorded), _settled_before(config)
+    )
     listing = scan.files
     fingerprint = _fingerprint(scan)
     touched: set[str] = set()
@@ -303,6 +305,8 @@ def _run_streams(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]
     config = lakehouse.config
     for source, spec in BRONZE_SOURCES.items():
         progress(f"bronze: ingesting {lakehouse.sources.landing_path(source)}/ -> {spec.name}")
-        lakehouse.sources.stream_landing_files(source, lambda files, source=source: insert_records(lakehouse, source, files))
+        lakehouse.sources.stream_landing_files(
+            source, lambda files, source=source: insert_records(lakehouse, source, files)
+        )
     ingested = lakehouse.sources.count_ingested(list(BRONZE_SOURCES.values()), config.run_at)
     return [BronzeCounts(spec.name, *ingested[spec.name]) for spec in BRONZE_SOURCES.values()]

@@ -104,8 +104,8 @@ class SilverStats:
         self.quarantined[table] = self.quarantined.get(table, 0) + quarantined
 
     def merge(self, other: SilverStats) -> None:
-        for table in {*other.reads.rows, *other.quarantined}:
-            self.add(table, other.reads.rows.get(table, 0), other.quarantined.get(table, 0))
+        for table in {*other.rows, *other.quarantined}:
+            self.add(table, other.rows.get(table, 0), other.quarantined.get(table, 0))
         self.dq_seconds += other.dq_seconds
 
 

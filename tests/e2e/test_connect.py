@@ -25,7 +25,7 @@ import pytest
 
 from quorumlake import pipelines
 from quorumlake.contract.tables import ALL_TABLES, LAYERS, PIPELINE_RUNS
-from quorumlake.pipelines.storage import INTERPRETED_ENGINE
+from quorumlake.pipelines.engine.local import SMALL_RUN_ENGINE
 from tests import read_back
 from tests.helpers import accepts_connections, free_port
 
@@ -147,7 +147,7 @@ def connect_url(spark):
     settings = {
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
-        **INTERPRETED_ENGINE,
+        **SMALL_RUN_ENGINE,
     }
     before = {key: conf.get(key) if conf.contains(key) else None for key in settings}
     for key, value in settings.items():
