@@ -5,7 +5,11 @@ a registry below all, and no import circle.
   (`pipelines`, `gold`, ...), which another library could shadow.
 - Only `pipelines/storage/` (every read, write, MERGE and checkpoint), `pipelines/engine/` (starts the engine) and
   `pipelines/serving/` (serves it) import Delta's Python API, run SQL through a session (`spark.sql(...)`), or reach
-  into the JVM (`_jvm`, `_jsparkSession`); only `pipelines/storage/` names a table's `_delta_log`.
+  into the JVM (`_jvm`, `_jsparkSession`); only `pipelines/storage/` names a table's `_delta_log` or imports delta-rs
+  (`deltalake`), and no module spells the shapes of the log's files (checkpoints, 20-digit commit names): the log is
+  read through delta-rs or Delta, never by hand.
+- The local engine (`quorumlake.pipelines.engine.local`) is imported only inside the functions that start or tune a
+  local session: importing every other module of the product does not load it (the Databricks path never does).
 - `bronze`, `silver`, `gold`, `expectations`, `simulator`, `collector` and `report` never import `pipelines`;
   `contract` imports nothing of the project.
 - Inside `pipelines`, imports point down: app -> jobs, serving -> storage -> engine -> config, errors, progress.
@@ -15,6 +19,9 @@ a registry below all, and no import circle.
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,6 +50,9 @@ PIPELINES_DOWNWARD = {
     "serving": ("app", "jobs"),
 }
 PIPELINES_BASE = ("config", "errors", "progress")
+LOCAL_ENGINE = "quorumlake.pipelines.engine.local"
+# how the files of a Delta log are named: its checkpoint pointer and checkpoints, and commits by a 20-digit version
+DELTA_LOG_SHAPES = re.compile(r"_last_checkpoint|\.checkpoint\.|:020d|\\d\{20\}|0{19}\d\.json")
 
 
 def _sources() -> list[Path]:
@@ -173,6 +183,52 @@ def test_only_storage_names_the_delta_log(path):
     assert "_delta_log" not in path.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize(
+    "path", [p for p in _sources() if not _relative(p).startswith("pipelines/storage/")], ids=_relative
+)
+def test_only_storage_imports_delta_rs(path):
+    assert sorted(n for n in _imports(_tree(path)) if n.split(".")[0] == "deltalake") == []
+
+
+@pytest.mark.parametrize("path", _sources(), ids=_relative)
+def test_no_module_reads_the_delta_log_s_files_by_hand(path):
+    assert DELTA_LOG_SHAPES.findall(path.read_text(encoding="utf-8")) == []
+
+
+def _top_level_imports(tree: ast.Module) -> set[str]:
+    """The modules a module imports when it is imported (not inside a function or class body)."""
+    names = set()
+    for node in tree.body:
+        for inner in (
+            ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ()
+        ):
+            if isinstance(inner, ast.Import):
+                names |= {alias.name for alias in inner.names}
+            elif isinstance(inner, ast.ImportFrom) and inner.module and not inner.level:
+                names |= {inner.module, *(f"{inner.module}.{alias.name}" for alias in inner.names)}
+    return names
+
+
+@pytest.mark.parametrize("path", _sources(), ids=_relative)
+def test_the_local_engine_is_imported_only_where_a_local_session_is_started_or_tuned(path):
+    assert LOCAL_ENGINE not in _top_level_imports(_tree(path))
+
+
+def test_importing_the_product_does_not_load_the_local_engine():
+    modules = sorted(
+        _module(p) for p in _sources() if _module(p) != LOCAL_ENGINE and not _module(p).startswith("benchmarks")
+    )
+    script = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        f"print({LOCAL_ENGINE!r} in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-1] == "False"
+
+
 def test_the_check_sees_what_it_forbids():
     tree = ast.parse(
         "from delta.tables import DeltaTable\n"
@@ -184,6 +240,17 @@ def test_the_check_sees_what_it_forbids():
     assert _engine_uses(ast.parse("df.where(bounds.sql())\nF.expr('x')\n")) == []
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+    for spelled in (
+        'f"{version:020d}.json"',
+        "'_last_checkpoint'",
+        'f"{v}.checkpoint.parquet"',
+        r"re.compile(r'\d{20}')",
+    ):
+        assert DELTA_LOG_SHAPES.search(spelled), spelled
+    assert not DELTA_LOG_SHAPES.search("DeltaTable(path).version()")
+    tree = ast.parse(f"import os\ndef f():\n    from {LOCAL_ENGINE} import tune_for\n")
+    assert _top_level_imports(tree) == {"os"}
+    assert LOCAL_ENGINE in _top_level_imports(ast.parse(f"from {LOCAL_ENGINE} import builder\n"))
 
 
 def test_no_import_circle():
