@@ -64,12 +64,21 @@ class Landing:
             n += 1
         return candidate
 
-    def quorum(self, cluster_id: str, collected_at_ms: int, api_version: int, response: dict) -> Path:
+    def quorum(
+        self,
+        cluster_id: str,
+        collected_at_ms: int,
+        api_version: int,
+        response: dict,
+        reported: dict[str, Any] | None = None,
+    ) -> Path:
+        """`reported`: what is known of the node that answered (`kafka_version`, `finalized_features`)."""
         envelope = {
             "cluster_id": cluster_id,
             "collected_at_ms": collected_at_ms,
             "api_version": api_version,
             "response": response,
+            **(reported or {}),
         }
         path = self.root / "quorum" / f"cluster={safe_segment(cluster_id)}" / f"{collected_at_ms}.jsonl"
         return write_atomically(self._unique(path), _jsonl([envelope]))
