@@ -1,7 +1,8 @@
 """Where and how the collector writes: the landing-zone layout of the data contract (docs/contract.md §1), one file
 per capture, written atomically (a temporary name starting with `.`, which the pipeline ignores, then a rename).
 
-- `quorum/cluster=<id>/<collected_at_ms>.jsonl`: one DescribeQuorum envelope line;
+- `quorum/cluster=<id>/<collected_at_ms>.jsonl`: one DescribeQuorum envelope line (with the answering node's release
+  and the cluster's finalized features, when it said: `features.py`);
 - `partitions/cluster=<id>/<collected_at_ms>.jsonl`: one line per partition;
 - `metrics/cluster=<id>/node=<n>/<scraped_at_ms>.prom`: the exporter's response body, unchanged.
 
