@@ -160,3 +160,26 @@ def test_plans_from_json(tmp_path):
             load_plan(good)
     with pytest.raises(ValueError, match="cannot read plan"):
         load_plan(tmp_path / "missing.json")
+
+
+def test_generate_takes_a_plan_file(tmp_path, capsys):
+    from quorumlake.pipelines.app import cli
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            [{"cluster": 0, "kind": "brokers-down", "start_ms": boundary(2), "end_ms": boundary(4), "nodes": [1, 2]}]
+        )
+    )
+    out = tmp_path / "zone"
+    args = ["--clusters", "1", "--hours", "0.1", "--interval-s", str(INTERVAL_S), "--plan", str(plan)]
+    assert cli.main(["generate", "--out", str(out), *args]) == 0
+    states = lines(out, "partitions")
+    # brokers 1 and 2 are out of every ISR (a partition with no other replica is offline) exactly in steps 2 and 3
+    down = [p for p in states if step_of(p["collected_at_ms"]) in (2, 3)]
+    assert down and all(p["leader"] == -1 or not {1, 2} & set(p["isr"]) for p in down)
+    assert all(p["isr"] == p["replicas"] for p in states if step_of(p["collected_at_ms"]) not in (2, 3))
+    capsys.readouterr()
+    plan.write_text('[{"cluster": 5, "kind": "brokers-down", "start_ms": 1, "end_ms": 2}]')
+    assert cli.main(["generate", "--out", str(out), "--clusters", "1", "--plan", str(plan)]) == 2
+    assert "planned outage for cluster 5: the fleet has clusters 0-0" in capsys.readouterr().err
