@@ -32,7 +32,8 @@ class Config:
     catalog: str | None = None
     # Prefix for the bronze/silver/gold schema names, e.g. "dev_alice_" for a personal copy in a shared catalog.
     schema_prefix: str = ""
-    # Where streaming checkpoints live; defaults to <warehouse>/_checkpoints.
+    # Bronze's scratch and bookkeeping files, silver's materialized batches, and Auto Loader's checkpoints; defaults to
+    # <warehouse>/_checkpoints.
     checkpoint_root: str | None = None
     # `files`: Spark's open-source file source; `autoloader`: Databricks' cloudFiles. Same code path otherwise.
     ingest_mode: str = "files"
@@ -45,25 +46,25 @@ class Config:
     # tasks stream, so its size is bounded by the driver's Python memory (~3x the chunk), not by the JVM heap.
     bronze_chunk_bytes: int = 128 * 1024 * 1024
     # A JSON Lines file larger than this reaches Spark as pieces of whole lines of about this size (Spark holds a
-    # whole file as one value and copies it several times while splitting it: a 20 MB file cost ~200 MB of heap).
+    # whole file as one value and copies it several times while splitting it, so a file of tens of MB would take
+    # hundreds of MB of the JVM's heap).
     bronze_piece_bytes: int = 4 * 1024 * 1024
     # Silver and gold read a backlog of the layer before (a backfill, a run after an outage) in batches of about this
     # many bytes of that layer's Parquet each, recording their progress after each: a batch's rows are parsed, sorted
-    # and cached together, so this bounds their memory whatever the backlog (in a 1 GB driver heap a silver batch
-    # of 63 MB of bronze.quorum_raw passed, one of 120 MB died). A batch holds at least one commit.
+    # and cached together, so this bounds their memory whatever the backlog (the default fits Spark's default 1 GB
+    # driver heap; docs/decisions/0007). A batch holds at least one commit.
     batch_bytes: int = 64 * 1024 * 1024
     # A silver batch of more than twice this many bytes of bronze Parquet is spread over one partition per this many
     # bytes and kept on disk only. A record expands many times when parsed (a `kafka-topics` capture of a few KB into
-    # hundreds of partition rows): the large fleet's first batch of bronze.partitions_raw (60 MB) in 2 partitions
-    # made blocks of persisted rows that a 1 GB heap could not read back.
+    # hundreds of partition rows), and a block of persisted rows is read back whole into the heap.
     spread_bytes: int = 4 * 1024 * 1024
     # A landing file larger than this, or a .gz that decompresses to more, is not read: its record gets a
     # parse_error saying so (a file is held whole in the driver's Python memory while its chunk is handed over).
     max_file_bytes: int = 256 * 1024 * 1024
     max_decompressed_bytes: int = 256 * 1024 * 1024
     # A local run whose new landing data is at most this many bytes runs Spark's interpreted engine (no generated
-    # code, no adaptive re-planning): for small batches compiling each query's code costs more CPU than it saves
-    # (profiled: a quarter of a small run). 0 = always generate code. Never applied on Databricks.
+    # code, no adaptive re-planning): for small batches compiling each query's code costs more CPU than it saves.
+    # 0 = always generate code. Never applied on Databricks.
     small_run_bytes: int = 64 * 1024 * 1024
     spark_master: str = "local[*]"
     # Options for the JVM of a local Spark driver, after quorumlake's own (not on Databricks or Spark Connect, whose

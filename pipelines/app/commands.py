@@ -275,7 +275,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if auth is None and not is_loopback(args.host):
         raise UsageError(
             f"refusing to serve on {args.host} without authentication: anyone who can reach it could query "
-            "the lakehouse; bind 127.0.0.1 or pass --auth-config FILE (see README, serve)"
+            "the lakehouse; bind 127.0.0.1 or pass --auth-config FILE (see docs/serving.md)"
         )
     from quorumlake.pipelines.serving.server import serve
 

@@ -4,10 +4,8 @@ A table is found here by its name alone (`bronze.quorum_raw`); `quorumlake.pipel
 them from these specs, and the contract tests compare each layer function's output with the schema declared here.
 
 `clustering` names each table's liquid-clustering keys (`CLUSTER BY (...)`): the columns of the predicates its
-readers and MERGEs use, cluster first, then the time the incremental jobs bound their reads by. Where the catalog
-supports it (Unity Catalog managed tables with predictive optimization), a `cluster_by_auto` setting is meant to
-create them with `CLUSTER BY AUTO` instead, letting Databricks choose and change the keys from the query history;
-the keys declared here stay the fallback for local Delta and other catalogs. (Creating tables with these keys is
+readers and MERGEs use, cluster first, then the time the incremental jobs bound their reads by. Every table is
+created with these keys, locally and on Databricks. (Creating tables with these keys is
 `quorumlake.pipelines.storage`'s job.)
 """
 

@@ -3,7 +3,7 @@ HTML report in a real headless browser, dashboard and alert queries, maintenance
 JDBC client (beeline): a BI tool's query of the fleet view answers; the server is loopback by default, read-only (no
 DDL/DML, no reading arbitrary files, no settings changes, no Java reflection), and a non-loopback address only with
 authentication, which then refuses a client it cannot authenticate. (The served warehouse is the fleet's: one
-pipeline run fewer than a warehouse of its own, which cost ~50 s of the suite.)"""
+pipeline run fewer than a warehouse of its own.)"""
 
 from __future__ import annotations
 
@@ -552,8 +552,8 @@ def test_default_serve_is_loopback_only_and_read_only(spark, fleet):
             # last: the rows that follow its header are its own
             "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id",
         ]
-        # the three sessions at once (each beeline is a JVM of its own, mostly starting up; each closed its session in ~20 s
-        # until the server stopped retrying the Hive metastore it does not have: quorumlake.pipelines.serving.sql_guard)
+        # the three sessions at once (each beeline is a JVM of its own, mostly starting up; a session closes at once
+        # because the server does not retry the Hive metastore it does not have: quorumlake.pipelines.serving.sql_guard)
         with ThreadPoolExecutor(max_workers=3) as pool:
             sessions = [
                 pool.submit(_beeline_run, url, file_reads + reads),

@@ -11,9 +11,8 @@ The pipeline runs once through its command line (`quorumlake run`, in the test p
 first on one of its workers, whose Spark session the run starts and every later file there reuses warm, while the
 Kafka phases, which leave the cores mostly idle, run beside the other worker's first file) and its tables are read
 back by an independent Delta reader (delta-rs, as another engine or a BI tool's connector reads them): no internal
-Python API. Gold must agree with what Kafka's tools printed. (The run was a `quorumlake run` process of its own and
-the tables were read with `quorumlake sql`: two cold JVMs, ~65 s after the rest of the suite; that command and its
-JSON are tested in tests/e2e/test_gold_e2e.py.)
+Python API. Gold must agree with what Kafka's tools printed. (A `quorumlake run` process and `quorumlake sql` reads
+would add two cold JVMs to the suite; that command and its JSON are tested in tests/e2e/test_gold_e2e.py.)
 """
 
 from __future__ import annotations

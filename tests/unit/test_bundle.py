@@ -66,6 +66,7 @@ GOLD_COLUMNS: dict[str, set[str]] = {
 # settings file, not from flags. When the CLI gets flags for them, pass them in the pipeline job and empty this set.
 VARIABLES_NOT_PASSED_YET: set[str] = set()
 
+SLOS = ("quorum_lag", "write_availability", "metadata_freshness")
 VAR_REF = re.compile(r"\$\{var\.([A-Za-z0-9_-]+)\}")
 
 
@@ -369,6 +370,10 @@ def test_the_variables_have_the_contract_defaults():
     variables = _root()["variables"]
     assert variables["replica_caught_up_slo_ms"]["default"] == 2000
     assert variables["quorum_lag_time_slo_ms"]["default"] == 2000
+    assert [variables[f"slo_objective_{slo}"]["default"] for slo in SLOS] == [0.999, 0.999, 0.99]
+    for task in _bundle()["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]:
+        for slo in SLOS:
+            assert f"--set=slo_objective_{slo}=${{var.slo_objective_{slo}}}" in task["python_wheel_task"]["parameters"]
     assert variables["window_minutes"]["default"] == 5
     assert variables["notification_emails"]["type"] == "complex"
     assert isinstance(variables["notification_emails"]["default"], list)

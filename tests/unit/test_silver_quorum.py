@@ -194,7 +194,8 @@ def capture(
 
 
 # Every test's bronze rows are built in one input frame, once per module (`built`): one plan and three Spark actions
-# for the module instead of a plan and a handful of actions per test (building quorumlake.silver.quorum's plan alone is ~2 s).
+# for the module instead of a plan and a handful of actions per test (building quorumlake.silver.quorum's plan alone
+# takes seconds).
 CASES: list[Callable[[], list[tuple]]] = []
 MARK = re.compile("\u00a7[0-9]+\u00a7")  # §<case>§, put before a case's record ids and clusters
 
