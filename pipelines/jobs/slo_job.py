@@ -116,12 +116,19 @@ def _touched_windows(
             partitions.select("cluster_id", F.lit(WRITE_AVAILABILITY).alias("slo"), slo_window(F.col("collected_at")))
         )
     if metrics is not None:
-        # a changed scrape re-pairs the scrapes within the pairing tolerance of it (gold_job._divergence): the
-        # windows of both ends of that span, and its own, hold every divergence row it may change
+        # a changed scrape re-pairs the scrapes within the pairing tolerance of it (gold_job._divergence): the windows
+        # from the one holding its time minus the tolerance to the one holding its time plus it hold every divergence
+        # row it may change
         tolerance = F.expr(f"INTERVAL {config.divergence_tolerance_ms / 1000} SECONDS")
         scraped = F.col("scraped_at")
-        ends = F.array(slo_window(scraped - tolerance), slo_window(scraped), slo_window(scraped + tolerance))
-        parts.append(metrics.select("cluster_id", F.lit(METADATA_FRESHNESS).alias("slo"), F.explode(ends).alias("w")))
+        windows = F.sequence(
+            slo_window(scraped - tolerance),
+            slo_window(scraped + tolerance),
+            F.expr(f"INTERVAL {WINDOW_MS // 1000} SECONDS"),
+        )
+        parts.append(
+            metrics.select("cluster_id", F.lit(METADATA_FRESHNESS).alias("slo"), F.explode(windows).alias("w"))
+        )
     if not parts:
         return None
     out = parts[0].toDF(*_WINDOW_KEY)

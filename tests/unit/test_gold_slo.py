@@ -371,3 +371,20 @@ def test_cohorts_from_what_the_collector_recorded_else_from_describe_quorum(spar
             ("v1", D3.date(), None, None, None, None, None, D3 + h),
         ],
     )
+
+
+def test_changes_touch_their_windows_and_a_scrape_those_within_the_pairing_tolerance(spark):
+    from quorumlake.pipelines.jobs.slo_job import _touched_windows
+
+    quorum = spark.createDataFrame([("c", t(4, 59.9)), ("c", t(3))], "cluster_id STRING, collected_at TIMESTAMP")
+    partitions = spark.createDataFrame([("c", t(12))], "cluster_id STRING, collected_at TIMESTAMP")
+    metrics = spark.createDataFrame([("d", t(30, 10))], "cluster_id STRING, scraped_at TIMESTAMP")
+    rows = lambda config: {tuple(r) for r in _touched_windows(config, quorum, partitions, metrics).collect()}
+    assert rows(Config()) == {
+        ("c", QUORUM_LAG, t(0)),
+        ("c", WRITE_AVAILABILITY, t(10)),
+        ("d", METADATA_FRESHNESS, t(25)),  # 15 s before 12:30:10 is in the window of 12:25
+        ("d", METADATA_FRESHNESS, t(30)),
+    }
+    wide = {r for r in rows(Config(divergence_tolerance_ms=600_000)) if r[1] == METADATA_FRESHNESS}
+    assert wide == {("d", METADATA_FRESHNESS, t(m)) for m in (20, 25, 30, 35, 40)}
