@@ -91,8 +91,8 @@ def run_bench(root: Path, size: str, history: int, progress: Progress) -> dict:
     results["dq_share_of_silver"] = round(stats["layers"].get("silver_dq", 0) / silver, 3) if silver else None
 
     progress("bench: a run with nothing new, and Spark's own start-up")
-    # Each arm is a cold process of ~10-15 s, whose time varies by seconds from one minute to the next: one sample of
-    # each put the ratio anywhere between 1.12 and 1.31 on the same code. The medians of alternating pairs, as below.
+    # Each arm is a cold process of ~10-15 s, whose time varies by seconds from one minute to the next, so one sample
+    # of each says little about their ratio (docs/decisions/0012): the medians of alternating pairs, as below.
     noop, startup = alternating_pairs(
         (
             lambda pair: _run(full, root / "warehouse", root / f"noop-{pair}.json")[0],

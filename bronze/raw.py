@@ -337,7 +337,7 @@ def _split_into_records(files: DataFrame) -> DataFrame:
     # carry only the small per-file columns (carrying the file along would copy it once per line).
     small = [c for c in files.columns if c not in ("content", "data", "text", "first_line")]
     # Only files split as bytes (rare) go through the Python UDF: its evaluation queues every input row, whole file
-    # included, in the JVM while Python works, which for a chunk of ordinary files cost memory for nothing.
+    # included, in the JVM while Python works, which for a chunk of ordinary files would cost memory for nothing.
     plain = files.where(~as_bytes).select(
         *small, F.explode(F.when(as_text, text_lines).otherwise(whole_file)).alias("_record")
     )
@@ -357,9 +357,9 @@ def _split_into_records(files: DataFrame) -> DataFrame:
 
 # Each source has one JSON Lines format. The top-level fields its checks read, with the types each is read as: the
 # JSON type of every such field (and each typed value) is computed once per record, as a column that the envelope
-# and every check then refer to by name. Written inline, the same `variant_get` expressions were repeated in every
-# check that reads a field, and Spark's optimizer inlined them further: the plan of a source was ~120 KB of
-# expressions (analysed, optimized and evaluated per record), and each source carried every format's checks.
+# and every check then refer to by name. Written inline, the same `variant_get` expressions would be repeated in every
+# check that reads a field, and Spark's optimizer would inline them further into a plan of many KB of expressions
+# (analysed, optimized and evaluated per record); and each source carries only its own format's checks.
 _JSON_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "describe_quorum_json": {
         "cluster_id": ("string",),

@@ -32,7 +32,8 @@ class Config:
     catalog: str | None = None
     # Prefix for the bronze/silver/gold schema names, e.g. "dev_alice_" for a personal copy in a shared catalog.
     schema_prefix: str = ""
-    # Where streaming checkpoints live; defaults to <warehouse>/_checkpoints.
+    # Bronze's scratch and bookkeeping files, silver's materialized batches, and Auto Loader's checkpoints; defaults to
+    # <warehouse>/_checkpoints.
     checkpoint_root: str | None = None
     # `files`: Spark's open-source file source; `autoloader`: Databricks' cloudFiles. Same code path otherwise.
     ingest_mode: str = "files"
@@ -45,31 +46,31 @@ class Config:
     # tasks stream, so its size is bounded by the driver's Python memory (~3x the chunk), not by the JVM heap.
     bronze_chunk_bytes: int = 128 * 1024 * 1024
     # A JSON Lines file larger than this reaches Spark as pieces of whole lines of about this size (Spark holds a
-    # whole file as one value and copies it several times while splitting it: a 20 MB file cost ~200 MB of heap).
+    # whole file as one value and copies it several times while splitting it, so a file of tens of MB would take
+    # hundreds of MB of the JVM's heap).
     bronze_piece_bytes: int = 4 * 1024 * 1024
     # Silver and gold read a backlog of the layer before (a backfill, a run after an outage) in batches of about this
     # many bytes of that layer's Parquet each, recording their progress after each: a batch's rows are parsed, sorted
-    # and cached together, so this bounds their memory whatever the backlog (in a 1 GB driver heap a silver batch
-    # of 63 MB of bronze.quorum_raw passed, one of 120 MB died). A batch holds at least one commit.
+    # and cached together, so this bounds their memory whatever the backlog (the default fits Spark's default 1 GB
+    # driver heap; docs/decisions/0007). A batch holds at least one commit.
     batch_bytes: int = 64 * 1024 * 1024
     # A silver batch of more than twice this many bytes of bronze Parquet is spread over one partition per this many
     # bytes and kept on disk only. A record expands many times when parsed (a `kafka-topics` capture of a few KB into
-    # hundreds of partition rows): the large fleet's first batch of bronze.partitions_raw (60 MB) in 2 partitions
-    # made blocks of persisted rows that a 1 GB heap could not read back.
+    # hundreds of partition rows), and a block of persisted rows is read back whole into the heap.
     spread_bytes: int = 4 * 1024 * 1024
     # A landing file larger than this, or a .gz that decompresses to more, is not read: its record gets a
     # parse_error saying so (a file is held whole in the driver's Python memory while its chunk is handed over).
     max_file_bytes: int = 256 * 1024 * 1024
     max_decompressed_bytes: int = 256 * 1024 * 1024
     # A local run whose new landing data is at most this many bytes runs Spark's interpreted engine (no generated
-    # code, no adaptive re-planning): for small batches compiling each query's code costs more CPU than it saves
-    # (profiled: a quarter of a small run). 0 = always generate code. Never applied on Databricks.
+    # code, no adaptive re-planning): for small batches compiling each query's code costs more CPU than it saves.
+    # 0 = always generate code. Never applied on Databricks.
     small_run_bytes: int = 64 * 1024 * 1024
     spark_master: str = "local[*]"
     # Options for the JVM of a local Spark driver, after quorumlake's own (not on Databricks or Spark Connect, whose
-    # JVMs are started elsewhere), e.g. "-XX:+UseParallelGC". Empty: the JVM's defaults (the G1 collector), with which
-    # the large fleet's backfill was measured in the default 1 GB heap. Runs known to be small take
-    # quorumlake.pipelines.engine.local.SMALL_RUN_JAVA_OPTIONS (the demo does; README "Performance").
+    # JVMs are started elsewhere), e.g. "-XX:+UseParallelGC". Empty: the JVM's defaults (the G1 collector), which
+    # large runs are sized for in the default 1 GB heap. Runs known to be small (the demo, the test suite) take
+    # quorumlake.pipelines.engine.local.SMALL_RUN_JAVA_OPTIONS (docs/configuration.md).
     java_options: str = ""
     # A Spark Connect server to run on instead of starting Spark in this process (`sc://host:port`); the server must
     # have Delta (its SQL extension and catalog). Locally a stand-in for serverless (tests/e2e/test_connect.py).
@@ -92,6 +93,10 @@ class Config:
     stale_after_minutes: int = 15
     # min.insync.replicas for kafka-topics captures whose topic does not configure it (Kafka's default is 1).
     default_min_isr: int = 1
+    # SLO objectives (the share of good events) behind gold.slo_budget and gold.slo_burn, each between 0 and 1.
+    slo_objective_quorum_lag: float = 0.999
+    slo_objective_write_availability: float = 0.999
+    slo_objective_metadata_freshness: float = 0.99
     # The run's own time: every row written by this run carries it as `ingested_at`.
     run_at: datetime = field(default_factory=lambda: now_ms())
 
@@ -117,6 +122,11 @@ class Config:
                 raise ConfigError(f"{f.name} must be an integer, not {value!r}")
             if f.name in _STR_SETTINGS and value is not None and not isinstance(value, str):
                 raise ConfigError(f"{f.name} must be a string, not {value!r}")
+            if f.name in _FLOAT_SETTINGS:
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    raise ConfigError(f"{f.name} must be a number, not {value!r}")
+                if not 0 < value < 1:
+                    raise ConfigError(f"{f.name} must be between 0 and 1 (exclusive), not {value!r}")
         # Names and paths are spliced into SQL (CREATE SCHEMA <catalog>.<prefix>bronze LOCATION '<path>'), so only
         # what needs no quoting is accepted: an injection attempt is a configuration error, not a statement.
         if self.catalog is not None and not _IDENTIFIER.fullmatch(self.catalog):
@@ -189,6 +199,7 @@ def now_ms() -> datetime:
 
 _INT_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", int)}
 _STR_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("str", "str | None", str)}
+_FLOAT_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("float", float)}
 _PATH_SETTINGS = ("landing", "warehouse", "checkpoint_root")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 _PREFIX = re.compile(r"[A-Za-z0-9_]{0,100}")
@@ -214,6 +225,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     for key, value in data.items():
         if key in _INT_SETTINGS and (not isinstance(value, int) or isinstance(value, bool)):
             raise ConfigError(f"config file {p}: {key} must be an integer")
+        if key in _FLOAT_SETTINGS and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+            raise ConfigError(f"config file {p}: {key} must be a number")
         if key == "run_at":
             raise ConfigError(f"config file {p}: run_at is set by the run itself")
     return data
@@ -231,6 +244,11 @@ def typed_settings(pairs: list[tuple[str, str]]) -> dict[str, Any]:
                 out[key] = int(value)
             except ValueError:
                 raise ConfigError(f"--set: {key} must be an integer, not {value!r}") from None
+        elif key in _FLOAT_SETTINGS:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                raise ConfigError(f"--set: {key} must be a number, not {value!r}") from None
         else:
             out[key] = value or None
     return out

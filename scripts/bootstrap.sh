@@ -15,7 +15,7 @@ if sys.version_info < (3, 10):
 PY
 command -v java >/dev/null || { echo "quorumlake needs Java 17 (java not found on PATH)" >&2; exit 1; }
 if [ ! -x .venv/bin/python ]; then
-  # without pip: uv installs it with everything else (the venv's own, by ensurepip, took ~4.5 s of one core); where uv
+  # without pip: uv installs it with everything else (ensurepip would spend seconds of one core on it); where uv
   # cannot be installed, venv_pip adds it
   "$PYTHON" -m venv --without-pip .venv
 fi
@@ -32,8 +32,8 @@ else
   # PIP_CONSTRAINT also pins the isolated build environment of the editable install (setuptools, wheel).
   export PIP_CONSTRAINT="$PWD/constraints.txt"
 fi
-# uv installs the same pinned versions as pip in a third of the time (a clean install: 25 s against 63 s, mostly
-# PySpark's 400 MB); pip does it where uv cannot be installed.
+# uv installs the same pinned versions as pip, several times faster (most of an install is PySpark's 400 MB); pip
+# does it where uv cannot be installed.
 UV_VERSION=0.13.9
 have_uv() { [ "$(.venv/bin/uv --version 2>/dev/null | cut -d' ' -f2)" = "$UV_VERSION" ]; }
 # into the venv by this Python's own pip (`--python`, pip >= 22.3), else by the venv's
@@ -49,12 +49,13 @@ if [ -z "${QUORUMLAKE_NO_UV:-}" ] && { have_uv || install_uv; }; then
   fi
   # --compile-bytecode: the installed modules' bytecode is written once, here, as pip does by default (uv does not).
   # Without it every process compiles what it imports, each time where bytecode is not written back
-  # (PYTHONDONTWRITEBYTECODE, as on CI machines): importing PySpark, pandas and Great Expectations took 9 s of CPU
-  # instead of 4 in every run, test worker and Python UDF worker.
+  # (PYTHONDONTWRITEBYTECODE, as on CI machines): every run, test worker and Python UDF worker would spend about twice
+  # the CPU on importing PySpark, pandas and Great Expectations.
   # PYSPARK_WHEEL: PyPI has PySpark as a source archive only (450 MB, nearly all of it jars, which are zip files
-  # already); uv builds its wheel here, and setuptools deflated every jar again (a wheel of the same size, ~10 s of one
-  # core in every new install). Stored, the build takes half the time. uv caches the built wheel under these settings:
-  # the Connect test's venv installs PySpark from that cache with the same ones (tests/e2e/test_connect.py).
+  # already); uv builds its wheel here, and setuptools would deflate every jar again (a wheel of the same size, for
+  # seconds of one core in every new install). Stored, the build takes half the time. uv caches the built wheel under
+  # these settings: the Connect test's venv installs PySpark from that cache with the same ones
+  # (tests/e2e/test_connect.py).
   PYSPARK_WHEEL="pyspark:--build-option=--compression=stored"
   VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python \
     "${uv_pins[@]}" --config-settings-package "$PYSPARK_WHEEL" pip setuptools wheel -e ".[dev]"

@@ -82,6 +82,6 @@ def parsed_once(rows: DataFrame, **columns: Column) -> DataFrame:
 
     Spark's optimizer copies a column's expression into every filter and projection that uses it (pushing a filter
     below the projection that computed the column), and a higher-order function re-evaluates its arguments per
-    call: a `from_json` used by a dozen checks was parsed a dozen times per record (154 copies in one plan). A
-    generator's output is a barrier to both, so the columns come out of a one-row `inline`."""
+    call: a `from_json` used by a dozen checks would be parsed a dozen times per record. A generator's output is a
+    barrier to both, so the columns come out of a one-row `inline`."""
     return rows.select("*", F.inline(F.array(F.struct(*[c.alias(n) for n, c in columns.items()]))))

@@ -32,7 +32,7 @@ time.tzset()
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     # Must be the first SparkSession of the process (Delta's jars are only picked up when the JVM starts).
-    # every test's data is tiny: the JVM of a small run (end-to-end tests ~15 % faster)
+    # every test's data is tiny: the JVM of a small run
     config = Config(
         warehouse=str(tmp_path_factory.mktemp("session-warehouse")),
         spark_master="local[2]",
@@ -123,7 +123,7 @@ def checkout_wheel(tmp_path_factory) -> Path:
 def landing_run(spark, tmp_path_factory) -> tuple[Path, Path]:
     """`tests/data/landing` and the warehouse of one `quorumlake run` over it into an empty warehouse, once per test run
     for the tests that only read them (a copy to change anything: the tables name the landing zone's files, so the
-    zone stays where it is). A run costs ~20-30 s of the suite. (landing zone, warehouse)"""
+    zone stays where it is). (landing zone, warehouse)"""
     with once_per_run(tmp_path_factory, "landing-run") as root:
         zone, warehouse = root / "landing", root / "warehouse"
         if not (root / "done").is_file():
@@ -137,12 +137,12 @@ def landing_run(spark, tmp_path_factory) -> tuple[Path, Path]:
     return zone, warehouse
 
 
-# The test files that take longest (seconds each on two workers, `--durations` of the whole suite), first: `make test`
-# hands whole files to two workers in collection order (`--no-loadscope-reorder`: pytest-xdist's default hands out the
-# files with the most tests first, which put the unit files first and the crash chain last, one worker running it alone
-# for ~2 minutes at the end), and the longest going last would leave one worker alone for minutes (longest-first
-# packing). Files not listed keep their order after these.
-SLOWEST_FIRST = (  # the suite profiled on 2026-11-28 (`--durations=0`, two workers; seconds of each file on its worker)
+# The test files that take longest, first: `make test` hands whole files to the workers in collection order
+# (`--no-loadscope-reorder`; pytest-xdist's default hands out the files with the most tests first, which puts the many
+# short unit files first and a long end-to-end file last), and the longest going last would leave one worker alone for
+# minutes (longest-first packing). Files not listed keep their order after these. The comments give each file's
+# approximate seconds on a worker of a 2-core machine (`--durations=0`); re-order when they change.
+SLOWEST_FIRST = (
     # first, on a worker of its own: the live Kafka test's cluster and phases (~45 s) leave the cores mostly idle beside
     # the other worker's first file; its pipeline run then starts the worker's session, which the next files reuse
     "tests/live/test_live_kafka.py",  # ~150 s
@@ -150,6 +150,7 @@ SLOWEST_FIRST = (  # the suite profiled on 2026-11-28 (`--durations=0`, two work
     "tests/e2e/test_crash.py",  # ~280 s (warm: after the live test)
     "tests/e2e/test_connect.py",  # ~50 s
     "tests/e2e/test_recovery.py",  # ~170 s
+    "tests/e2e/test_slo_e2e.py",  # ~150 s (35 simulated days, three runs)
     "tests/e2e/test_hostile.py",  # ~60 s
     "tests/unit/test_storage.py",  # ~80 s
     "tests/e2e/test_gold_e2e.py",  # ~55 s

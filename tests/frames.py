@@ -1,10 +1,10 @@
 """DataFrame equality for the unit tests: chispa's schema and row comparers, with each side collected once.
 
 `chispa.assert_df_equality(..., ignore_row_order=True)` sorts both sides with Spark before it collects them: a sort
-is a range-partitioning job (a sample of the rows, then a shuffle) for each side of each check, ~1 s on two cores for
-a dozen rows, and a quarter of the unit tests' time (76 checks in five files took 79 s). Here each side is collected
-once, as is (the expected side is local rows: collecting it runs no job), and the rows are put in one canonical
-order in Python; chispa then compares schemas and rows and prints its usual diff.
+is a range-partitioning job (a sample of the rows, then a shuffle) for each side of each check, about a second even
+for a dozen rows. Here each side is collected once, as is (the expected side is local rows: collecting it runs no
+job), and the rows are put in one canonical order in Python; chispa then compares schemas and rows and prints its
+usual diff.
 """
 
 from __future__ import annotations

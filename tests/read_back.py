@@ -1,11 +1,11 @@
 """What a run wrote, read back by an independent Delta reader (delta-rs, the `deltalake` package) for the end-to-end
 tests' whole-table assertions.
 
-A Spark query's first read of a table path plans for ~0.4 s on two cores (the table's log is loaded and its state
-computed by a Spark job), whatever the table's size: comparing two warehouses' 19 tables cost ~9 s, the crash chain's
-four comparisons ~35 s. delta-rs reads the same 19 tables in ~0.4 s, and every such read also proves that a reader
-other than Spark (what a BI tool or another engine uses) reads the tables a run wrote. The pipeline under test still
-runs on Spark and Delta only.
+A Spark query's first read of a table path plans for a good fraction of a second (the table's log is loaded and its
+state computed by a Spark job), whatever the table's size, which adds up over the 19 tables of every comparison;
+delta-rs reads them in a fraction of that, and every such read also proves that a reader other than Spark (what a
+BI tool or another engine uses) reads the tables a run wrote. The pipeline under test still runs on Spark and Delta
+only.
 
 Values come back as Spark's session (time zone UTC) gives them: timestamps as naive UTC datetimes, arrays as lists.
 """

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--full-refresh",
         action="store_true",
         help="rebuild the given --layers from scratch: silver and gold from bronze, bronze (only when "
-        "listed) from the landing zone; see README 'Recovery'",
+        "listed) from the landing zone; see docs/operations.md, 'Recovery'",
     )
     _add_wait(run)
     _add_common(run, landing=True)
@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("--out", metavar="PATH", required=True, help="landing zone root to write")
     _add_fleet(gen)
+    gen.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="outages at chosen times: a JSON list of {cluster, kind, start_ms, end_ms, nodes?} (kinds voter-cut-off, "
+        "brokers-down, applier-frozen; see quorumlake.simulator.plan)",
+    )
 
     demo = commands.add_parser(
         "demo",
@@ -109,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="TOML file of the Thrift server's authentication: mode = LDAP (ldap_url, ldap_base_dn, "
         "ldap_domain), KERBEROS (kerberos_principal, kerberos_keytab) or CUSTOM (custom_class); "
-        "optional ssl_keystore, ssl_keystore_password (see README)",
+        "optional ssl_keystore, ssl_keystore_password (see docs/serving.md)",
     )
     serve.add_argument(
         "--allow-writes", action="store_true", help="let clients run any SQL, DDL and DML included (default: read-only)"
@@ -233,7 +239,7 @@ def _add_common(p: argparse.ArgumentParser, landing: bool) -> None:
             help="bronze reader: Spark's file source (default) or Databricks Auto Loader",
         )
         p.add_argument(
-            "--checkpoint-root", metavar="PATH", help="streaming checkpoints (default: <warehouse>/_checkpoints)"
+            "--checkpoint-root", metavar="PATH", help="scratch and checkpoint files (default: <warehouse>/_checkpoints)"
         )
         p.add_argument(
             "--set",
@@ -252,7 +258,7 @@ def _add_common(p: argparse.ArgumentParser, landing: bool) -> None:
     p.add_argument(
         "--warehouse", metavar="PATH", help="warehouse root for the Delta tables (default: ./lakehouse/warehouse)"
     )
-    p.add_argument("--config", metavar="FILE", help="TOML file of settings (see README, 'Configuration')")
+    p.add_argument("--config", metavar="FILE", help="TOML file of settings (see docs/configuration.md)")
 
 
 def _setting(text: str) -> tuple[str, str]:

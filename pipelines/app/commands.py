@@ -172,8 +172,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _fleet_spec(args: argparse.Namespace):
-    from quorumlake.simulator import FleetSpec
+    from quorumlake.simulator import FleetSpec, load_plan
 
+    plan = getattr(args, "plan", None)
     return FleetSpec(
         clusters=args.clusters,
         brokers=args.brokers,
@@ -184,6 +185,7 @@ def _fleet_spec(args: argparse.Namespace):
         interval_s=args.interval_s,
         scenarios=tuple(args.scenario or ("healthy",)),
         seed=args.seed,
+        plan=load_plan(plan) if plan else (),
     )
 
 
@@ -269,7 +271,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if auth is None and not is_loopback(args.host):
         raise UsageError(
             f"refusing to serve on {args.host} without authentication: anyone who can reach it could query "
-            "the lakehouse; bind 127.0.0.1 or pass --auth-config FILE (see README, serve)"
+            "the lakehouse; bind 127.0.0.1 or pass --auth-config FILE (see docs/serving.md)"
         )
     from quorumlake.pipelines.serving.server import serve
 

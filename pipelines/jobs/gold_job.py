@@ -12,7 +12,9 @@ re-opens exactly the windows and episodes it touches.
 - partition states -> gold.isr_health and gold.isr_health_by_topic per snapshot, gold.at_min_isr_episodes per
   partition from the start of the episode the earliest change falls in;
 - node metrics -> gold.metadata_offset_divergence for the scrapes within the pairing tolerance of the changes, and
-  gold.controller_health for the node windows the changes fall in.
+  gold.controller_health for the node windows the changes fall in;
+- then all of them -> gold.slo_burn, gold.slo_budget and gold.cluster_cohorts for the windows and days they touch
+  (`slo_job`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from quorumlake.gold.replicas import build_replica_lag_sli
 from quorumlake.gold.views import view_statements
 from quorumlake.pipelines.engine.session import cached, release
 from quorumlake.pipelines.jobs.faults import reached
+from quorumlake.pipelines.jobs.slo_job import slo_step
 from quorumlake.pipelines.progress import Progress
 from quorumlake.pipelines.storage import Bounds, Lakehouse
 
@@ -119,6 +122,19 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             metrics = changed[SILVER_NODE_METRICS.name]
             steps.append(("metadata offset divergence", lambda: _divergence(lakehouse, metrics)))
             steps.append(("controller health", lambda: _controller_health(lakehouse, metrics)))
+        # last: it counts the SLOs' events in the gold rows the steps above wrote
+        quorum_keys = _union(keys).distinct() if snapshots is not None or replicas is not None else None
+        steps.append(
+            (
+                "SLO budgets, burn rates and cohorts",
+                lambda: slo_step(
+                    lakehouse,
+                    quorum_keys,
+                    changed.get(SILVER_PARTITION_STATES.name),
+                    changed.get(SILVER_NODE_METRICS.name),
+                ),
+            )
+        )
         for what, step in steps:
             started = time.monotonic()
             step()

@@ -146,10 +146,10 @@ def read_only_session(spark) -> tuple[Any, Any]:
     read-only; the sessions the Thrift server opens from it (`newSession`) inherit the guard, and no other session
     does. Keep the guard referenced while the session is in use (the JVM holds only a proxy of it).
 
-    The guard goes into extensions of the guarded session's own, the context's extensions (Delta's: what every
-    session of it is built with) and the guard. Injected into `spark`'s own extensions, as it was, it reached every
-    session the context built after it, since `newSession` passes its extensions on: a process that served and then
-    went on (a notebook, a test) had only read-only sessions from then on."""
+    The guard goes into extensions of the guarded session's own: the context's extensions (Delta's: what every
+    session of it is built with) and the guard. It must not go into `spark`'s own extensions: `newSession` passes
+    its extensions on, so every session the context built afterwards would be read-only, and a process that serves
+    and then goes on (a notebook, a test) could not write any more."""
     from pyspark.java_gateway import ensure_callback_server_started
 
     ensure_callback_server_started(spark.sparkContext._gateway)
@@ -180,10 +180,10 @@ class AuthConfigError(ValueError):
 
 
 # Closing a JDBC session, Hive asks for a metastore client (to drop DataNucleus's class loaders). This server has no
-# Hive metastore (its catalog is Spark's own, in memory), so creating that client fails; Hive retried it ten times,
-# two seconds apart, and every session took ~20 s to close: each beeline, each disconnect of a BI tool, holding one
-# of the server's threads meanwhile. One attempt fails at once, and the close goes on as before (Hive logs the
-# failure and continues).
+# Hive metastore (its catalog is Spark's own, in memory), so creating that client fails; by default Hive retries it
+# ten times, two seconds apart, which would hold every closing session (each beeline, each disconnect of a BI tool)
+# and one of the server's threads for about 20 s. With one attempt it fails at once, and the close goes on (Hive logs
+# the failure and continues).
 NO_METASTORE_RETRIES = {"hive.hmshandler.retry.attempts": "1", "hive.hmshandler.retry.interval": "0ms"}
 
 
@@ -238,7 +238,7 @@ def start_thrift_server(spark, settings: dict[str, str], read_only: bool = True)
 
 
 def thrift_auth_settings(path: str | Path) -> dict[str, str]:
-    """The Thrift server's `hive.server2.*` authentication settings from a TOML file (see README, `serve`).
+    """The Thrift server's `hive.server2.*` authentication settings from a TOML file (docs/serving.md).
 
     mode = "LDAP":     ldap_url (required), ldap_base_dn, ldap_domain
     mode = "KERBEROS": kerberos_principal, kerberos_keytab (both required)

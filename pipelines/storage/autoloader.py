@@ -19,7 +19,7 @@ AUTOLOADER_OPTIONS: dict[str, str] = {
     # Discover new files from Databricks' managed file events (the file-events service on the external location
     # behind the landing volume) instead of listing the whole ever-growing landing tree on every run. The first run
     # of a checkpoint lists once; later runs read only the events since the position stored in the checkpoint.
-    # Requires file events enabled on that external location (README, "Landing zone retention"); the job's
+    # Requires file events enabled on that external location (docs/databricks.md, "Bronze on Databricks"); the job's
     # file-arrival trigger uses the same events. The events cache holds 7 days: the pipeline must run at least
     # weekly, or the next run falls back to one full listing. Do not combine with cloudFiles.backfillInterval.
     "cloudFiles.useManagedFileEvents": "true",

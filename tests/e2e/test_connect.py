@@ -4,9 +4,9 @@ Delta (Spark's own Connect service, started in this process's JVM on the suite's
 sent from a client process of that venv, and the tables it writes hold exactly what the classic in-process session
 writes from the same landing zone. The client takes the Databricks code path (DATABRICKS_RUNTIME_VERSION set, the
 session handed over by SparkSession.builder), with every access to `sparkContext` and every file-descriptor
-redirection counted by the process itself, and imports every module of the wheel from its venv. (The wheel once ran
-the pipeline on a local session of its own, and the server was a `spark-submit` JVM of its own: cold JVMs, ~110 s and
-~60 s of the suite, for what this run through a server in the suite's warm JVM proves as well.)"""
+redirection counted by the process itself, and imports every module of the wheel from its venv. The server runs in
+the suite's warm JVM rather than a `spark-submit` JVM of its own, and the wheel is proven through it rather than by a
+pipeline run on a local session of its own: the same proof, without two cold JVMs."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def wheel_python(checkout_wheel, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("wheel")
     wheel = checkout_wheel
     env_dir = root / "venv"
-    # installed by the uv that scripts/bootstrap.sh installed (into a venv without pip: its own install is 3.5 s),
-    # else pip
+    # installed by the uv that scripts/bootstrap.sh installed (into a venv without pip, which uv does not need), else
+    # pip
     uv = Path(sys.executable).parent / "uv"
     venv.create(env_dir, with_pip=not uv.is_file())
     python = env_dir / "bin" / "python"
@@ -64,11 +64,10 @@ def wheel_python(checkout_wheel, tmp_path_factory) -> Path:
         assert setting, "scripts/bootstrap.sh no longer names PYSPARK_WHEEL"
         install = [str(uv), "pip", "install", "--quiet", "--python", str(python), "--config-settings-package"]
         install += [setting.group(1), *packages]
-        # From uv's cache alone first (<1 s): the install of the checkout has just put every one of these packages
-        # there (PyPI has PySpark as a 400 MB source archive only, kept with the wheel built from it). Online, uv
-        # revalidates that archive, and where the index answers "modified" (here, every time) it downloads and
-        # builds PySpark again: ~20 s, and 1.4 GB more in the cache at every run of this test (50 GB filled this
-        # machine's disk). Online only if the cache lacks something.
+        # From uv's cache alone first: the install of the checkout has just put every one of these packages there
+        # (PyPI has PySpark as a 400 MB source archive only, kept with the wheel built from it). Online, uv
+        # revalidates that archive, and where the index answers "modified" it downloads and builds PySpark again, and
+        # the cache grows by a PySpark build at every run of this test. Online only if the cache lacks something.
         if subprocess.run([*install, "--offline"], check=False, timeout=1200).returncode == 0:
             return python
     else:
@@ -132,8 +131,8 @@ def test_the_installed_wheel_brings_only_quorumlake_and_every_console_script_wor
 def connect_url(spark):
     """A Spark Connect server with Delta for this module, started in this process's JVM (Spark's own
     `SparkConnectService` on the suite's SparkContext): each client session is a new session of that context, with
-    its jars, Delta's extension and catalog, and the engine a local run picks for tiny data. A server of its own (a
-    `spark-submit` JVM) cost ~60 s of the suite, most of it a cold JVM's start and warm-up; the server's Python
+    its jars, Delta's extension and catalog, and the engine a local run picks for tiny data (a server of its own, a
+    `spark-submit` JVM, would add a cold JVM's start and warm-up to the suite). The server's Python
     workers (the parsers' UDFs, pickled by reference to their modules) run this process's interpreter, and the
     client checks that every module of the wheel imports from the wheel's venv. Stopped with the module, which
     leaves the SparkContext running."""
@@ -143,7 +142,7 @@ def connect_url(spark):
     port = free_port()
     # The Databricks path never tunes the engine (a Databricks session is not ours to tune), so the server's sessions
     # start with the engine a local run picks for tiny data (Spark's whole-stage code generation and adaptive execution
-    # cost every one of a run's small queries: the Databricks-path run 74 s -> 48 s on a server of its own)
+    # add a cost to every one of a run's small queries)
     settings = {
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),

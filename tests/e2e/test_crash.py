@@ -3,9 +3,9 @@ batch, between layers), each restart killed again further on, then a run to comp
 one uninterrupted run: no record lost, none twice.
 
 One kill is real (SIGKILL to a `quorumlake run` of its own, between two inserts of one bronze chunk: early in its
-run, so that the process costs little besides its start; killed mid-silver it cost ~45 s); at the other points the run
-copies its warehouse as it is at that instant, which is what a kill leaves on disk, and is abandoned, in this process
-(a cold process per point cost ~40 s of JVM start and warm-up each, most of this suite's time).
+run, so that the process costs little besides its start); at the other points the run copies its warehouse as it is
+at that instant, which is what a kill leaves on disk, and is abandoned, in this process (a cold process per point
+would pay a JVM's start and warm-up each).
 
 Compared: every table's full contents, except the columns that say *when* a run happened (`ingested_at`,
 `quarantined_at`, `run_at`), which differ between runs by design. `silver.dq_validations` is a log of validations:

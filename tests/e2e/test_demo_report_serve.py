@@ -3,7 +3,7 @@ HTML report in a real headless browser, dashboard and alert queries, maintenance
 JDBC client (beeline): a BI tool's query of the fleet view answers; the server is loopback by default, read-only (no
 DDL/DML, no reading arbitrary files, no settings changes, no Java reflection), and a non-loopback address only with
 authentication, which then refuses a client it cannot authenticate. (The served warehouse is the fleet's: one
-pipeline run fewer than a warehouse of its own, which cost ~50 s of the suite.)"""
+pipeline run fewer than a warehouse of its own.)"""
 
 from __future__ import annotations
 
@@ -195,6 +195,9 @@ def test_report_renders_in_a_headless_browser(spark, fleet, tmp_path):
         "partitions at/under min ISR",
         "AtMinIsr episodes",
         "metadata offset divergence",
+        "Error budgets (28 days)",
+        "Error budget left over 28 days: write availability",
+        "Burn episodes",
     ):
         assert title in html
     assert html.count("<svg") >= 8 and html.count(">legend<") >= 8 and "time (UTC)" in html
@@ -303,6 +306,58 @@ def test_controller_health_from_the_demo_fleet(spark, fleet, tmp_path):
     assert all(r["nan_rows"] == 0 for r in per_cluster.values()), "idle NaN readings must become NULL"
 
 
+def test_slo_budgets_burns_and_cohorts_from_the_demo_fleet(spark, fleet, tmp_path):
+    """Each fault spends the budget of the SLO it breaks, on its own cluster only; the healthy cluster spends none."""
+    _fresh_views(fleet, tmp_path)
+    budgets = {
+        (r["cluster_id"], r["slo"]): r
+        for r in spark.sql(
+            "SELECT cluster_id, slo, sum(good) AS good, sum(total) AS total FROM gold.slo_budget GROUP BY 1, 2"
+        ).collect()
+    }
+    spent = {key for key, r in budgets.items() if r["good"] < r["total"]}
+    assert spent >= {
+        (_cluster(spark, "lagging-voter"), "quorum_lag"),
+        (_cluster(spark, "network-partition"), "quorum_lag"),
+        (_cluster(spark, "broker-failure"), "write_availability"),
+        (_cluster(spark, "metadata-divergence"), "metadata_freshness"),
+    }
+    healthy = _cluster(spark, "healthy")
+    assert not {key for key in spent if key[0] == healthy}
+    assert {slo for cluster, slo in budgets if cluster == healthy} == {
+        "quorum_lag",
+        "write_availability",
+        "metadata_freshness",
+    }
+    # quorum_lag counts the snapshots whose MaxFollowerLagTimeMs is known (an error response is no event)
+    known = spark.sql(
+        "SELECT cluster_id, count_if(max_follower_lag_time_ms >= 0) AS n FROM gold.quorum_status GROUP BY cluster_id"
+    ).collect()
+    assert {r["cluster_id"]: r["n"] for r in known if r["n"]} == {
+        cluster: r["total"] for (cluster, slo), r in budgets.items() if slo == "quorum_lag"
+    }
+    # the fault clusters burned fast; an episode is ongoing exactly when the SLO's latest window still burns
+    episodes = spark.sql("SELECT * FROM gold.v_slo_burn_episodes").collect()
+    assert {(e["cluster_id"], e["slo"]) for e in episodes if e["kind"] == "fast"} >= {
+        (_cluster(spark, "lagging-voter"), "quorum_lag"),
+        (_cluster(spark, "broker-failure"), "write_availability"),
+    }
+    latest = spark.sql(
+        "SELECT cluster_id, slo, max_by(fast_burn, window_start) AS fast, max_by(slow_burn, window_start) AS slow "
+        "FROM gold.slo_burn GROUP BY cluster_id, slo"
+    ).collect()
+    for kind in ("fast", "slow"):
+        ongoing = {(e["cluster_id"], e["slo"]) for e in episodes if e["kind"] == kind and e["ended_at"] is None}
+        assert ongoing == {(r["cluster_id"], r["slo"]) for r in latest if r[kind]}
+    # the simulated collector recorded each cluster's release: every cluster is in a Kafka-version cohort
+    cohorts = spark.sql(
+        "SELECT cohort, clusters FROM gold.v_slo_attainment_by_cohort WHERE dimension = 'kafka_version' "
+        "AND slo = 'quorum_lag'"
+    ).collect()
+    assert "unknown" not in {r["cohort"] for r in cohorts}
+    assert sum(r["clusters"] for r in cohorts) == len(SCENARIOS)
+
+
 def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
     from tests.unit.test_bundle import alert_queries
 
@@ -333,6 +388,15 @@ def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
     assert stale["stale_clusters"] == 0
     statuses = {r["cluster_id"]: r["status"] for r in spark.sql("SELECT * FROM gold.v_fleet_overview").collect()}
     assert statuses[_cluster(spark, "healthy")] == "ok" and "stale" not in statuses.values()
+
+    # the burn alerts count the ongoing episodes, and name them
+    for key, kind in (("quorumlake_slo_fast_burn", "fast"), ("quorumlake_slo_slow_burn", "slow")):
+        (row,) = spark.sql(queries[key]).collect()
+        ongoing = spark.sql(
+            f"SELECT cluster_id, slo FROM gold.v_slo_burn_episodes WHERE kind = '{kind}' AND ended_at IS NULL"
+        ).collect()
+        assert row[f"{kind}_burns"] == len(ongoing)
+        assert all(f"{r['cluster_id']} {r['slo']}" in row["burning"] for r in ongoing)
 
 
 def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, fleet, tmp_path):
@@ -488,8 +552,8 @@ def test_default_serve_is_loopback_only_and_read_only(spark, fleet):
             # last: the rows that follow its header are its own
             "SELECT cluster_id, status FROM gold.v_fleet_overview ORDER BY cluster_id",
         ]
-        # the three sessions at once (each beeline is a JVM of its own, mostly starting up; each closed its session in ~20 s
-        # until the server stopped retrying the Hive metastore it does not have: quorumlake.pipelines.serving.sql_guard)
+        # the three sessions at once (each beeline is a JVM of its own, mostly starting up; a session closes at once
+        # because the server does not retry the Hive metastore it does not have: quorumlake.pipelines.serving.sql_guard)
         with ThreadPoolExecutor(max_workers=3) as pool:
             sessions = [
                 pool.submit(_beeline_run, url, file_reads + reads),

@@ -309,7 +309,7 @@ def _bronze_rows(lakehouse) -> list:
 @pytest.fixture(scope="module")
 def fs_run(spark, tmp_path_factory):
     """One landing zone with every file-system hazard beside a good file, through bronze and silver once (each
-    hazard is a file of its own; a run per hazard cost ~20 s each): a dangling symlink, a symlink to a file and one
+    hazard is a file of its own, so one run serves every test): a dangling symlink, a symlink to a file and one
     to a folder out of the landing root, ten files of which five vanish right after they were listed, and a file
     larger than the configured limit. The tests below each check their hazard in what that run left."""
     from quorumlake.pipelines.config import Config

@@ -576,8 +576,8 @@ class KafkaCluster:
 
     def close(self, graceful: bool = True) -> None:
         """Stop every process this cluster started, each by its own process id: brokers first, each by a controlled
-        shutdown (graceful), or by SIGKILL once nothing more is read from the cluster (the graceful way took ~12 s of
-        the suite for a cluster that is thrown away)."""
+        shutdown (graceful), or by SIGKILL once nothing more is read from the cluster (a controlled shutdown of a
+        cluster that is thrown away is seconds of waiting for nothing)."""
         sig = signal.SIGTERM if graceful else signal.SIGKILL
         if self._runner is not None:
             _terminate(self._runner, 5, sig)

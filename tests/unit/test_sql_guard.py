@@ -176,7 +176,7 @@ def thrift_listeners(spark) -> list[str]:
 
 def test_the_thrift_server_s_sessions_close_without_retrying_a_hive_metastore_it_does_not_have(spark):
     """Closing a JDBC session, Hive asks for a metastore client; the server has none (Spark's in-memory catalog), so
-    that fails, and Hive's default retried it ten times two seconds apart: ~20 s per closed session. The server makes
+    that fails, and Hive's default retries it ten times two seconds apart: ~20 s per closed session. The server makes
     one attempt, and its sessions still open, answer and close. Stopped, it puts back the system properties and session
     settings it was started with."""
     jvm = spark.sparkContext._jvm
