@@ -2,17 +2,17 @@
 
 `databricks.yml` and every included `resources/*.yml` are merged into one document the way the CLI does (mappings
 merged key by key, sequences appended, a target's settings laid over the root), `${var.*}` references are resolved
-per target (a target's value, else the default; lookups stay references), and each target's view is validated
-against the bundle JSON schema of the Databricks CLI (../shared/schemas). On top of the schema: the job's entry
-points and flags are the wheel's, the targets follow the development/production conventions, and the dashboard's
-widgets, datasets and SQL hang together.
+per target (a target's value, else the default; lookups stay references), and each target's view and each file is
+validated with nothing from outside the repository (tests/unit/bundle_schema.py: every resource loaded into the
+Databricks CLI's typed models from PyPI, `databricks-bundles`, and the top level checked by a JSON Schema of our own).
+On top of that: the job's entry points and flags are the wheel's, the targets follow the development/production
+conventions, and the dashboard's widgets, datasets and SQL hang together.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,7 +21,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import sqlglot
 import yaml
@@ -30,6 +29,7 @@ from sqlglot import exp
 from quorumlake.contract.tables import GOLD_TABLES, LAYERS
 from quorumlake.gold.views import VIEWS
 from quorumlake.pipelines.app.cli import UsageError, build_parser
+from tests.unit.bundle_schema import bundle_errors
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,22 +38,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def _schema_path() -> Path:
-    """The Databricks CLI's bundle JSON schema (`databricks bundle schema`, ~900 KB, not vendored): the file named by
-    QUORUMLAKE_BUNDLE_SCHEMA, else `shared/schemas/` beside this checkout or beside any folder above it (a clone
-    made elsewhere than the team's working folder still finds the team's copy when it lies above it)."""
-    named = os.environ.get("QUORUMLAKE_BUNDLE_SCHEMA")
-    if named:
-        return Path(named)
-    relative = Path("shared") / "schemas" / "databricks-bundle.schema.json"
-    for folder in ROOT.parents:
-        if (folder / relative).is_file():
-            return folder / relative
-    return ROOT.parent / relative
-
-
-SCHEMA_PATH = _schema_path()
 
 # The gold objects the dashboard and the alerts may read, with their columns: the registry's gold tables
 # (contract/tables.py) and the views of gold/views.py. A dataset that uses any other object or column fails below.
@@ -197,59 +181,22 @@ def _flags(parameters: list[str]) -> list[str]:
 # --- the JSON schema ----------------------------------------------------------------------------------------------
 
 
-def _translate_patterns(node: Any) -> Any:
-    """Rewrite the schema's \\p{L}/\\p{N} classes into Python `re` syntax (see ../shared/schemas/README.md)."""
-    if isinstance(node, dict):
-        return {
-            key: (_python_pattern(value) if key == "pattern" and isinstance(value, str) else _translate_patterns(value))
-            for key, value in node.items()
-        }
-    if isinstance(node, list):
-        return [_translate_patterns(value) for value in node]
-    return node
-
-
-def _python_pattern(pattern: str) -> str:
-    pattern = pattern.replace(r"[\p{L}\p{N}]", r"[^\W_]")  # letter or digit, inside one class
-    pattern = pattern.replace(r"\p{L}", r"[^\W\d_]").replace(r"\p{N}", r"\d")
-    assert r"\p{" not in pattern, f"untranslated Unicode class in {pattern!r}"
-    return pattern
-
-
-@pytest.fixture(scope="module")
-def validator() -> jsonschema.protocols.Validator:
-    if not SCHEMA_PATH.is_file():
-        pytest.skip(
-            f"bundle JSON schema not found at {SCHEMA_PATH} (the team's shared/ folder; "
-            "or name the file with QUORUMLAKE_BUNDLE_SCHEMA, e.g. `databricks bundle schema > FILE`)"
-        )
-    schema = _translate_patterns(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
-    return jsonschema.Draft202012Validator(schema)
-
-
-def _schema_errors(validator, document: dict[str, Any]) -> list[str]:
-    errors = []
-    for error in validator.iter_errors(document):
-        detail = error
-        while detail.context:  # for oneOf/anyOf, the alternative that got furthest says what is wrong
-            detail = max(detail.context, key=lambda e: len(e.absolute_path))
-        where = "/".join(str(p) for p in detail.absolute_path) or "<root>"
-        errors.append(f"{where}: {detail.message}")
-    return errors
+def _schema_errors(document: dict[str, Any]) -> list[str]:
+    return bundle_errors(document)
 
 
 # --- schema validation ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("target", _targets())
-def test_each_target_validates_against_the_bundle_schema(validator, target):
-    errors = _schema_errors(validator, _target_view(target))
+def test_each_target_validates_against_the_bundle_schema(target):
+    errors = _schema_errors(_target_view(target))
     assert not errors, "\n".join(errors)
 
 
 @pytest.mark.parametrize("path", ["databricks.yml", *(str(p.relative_to(ROOT)) for p in _included_files())])
-def test_each_file_validates_on_its_own(validator, path):
-    errors = _schema_errors(validator, _load_yaml(ROOT / path))
+def test_each_file_validates_on_its_own(path):
+    errors = _schema_errors(_load_yaml(ROOT / path))
     assert not errors, "\n".join(errors)
 
 
@@ -308,19 +255,11 @@ def _unknown_target_key(view):
         _alert_bad_operator,
     ],
 )
-def test_a_broken_bundle_fails_validation(validator, breakage):
+def test_a_broken_bundle_fails_validation(breakage):
     view = _target_view("prod")
-    assert not _schema_errors(validator, view)
+    assert not _schema_errors(view)
     breakage(view)
-    assert _schema_errors(validator, view), f"{breakage.__name__} was not caught"
-
-
-def test_the_pattern_translation_keeps_variable_references_valid():
-    pattern = _python_pattern(r"\$\{(var(\.\p{L}+([-_]*[\p{L}\p{N}]+)*(\[[0-9]+\])*)+)\}")
-    assert re.search(pattern, "${var.notification_emails}")
-    assert re.search(pattern, "${var.x2}")
-    assert not re.search(pattern, "${var.}")
-    assert not re.search(pattern, "$var.catalog")
+    assert _schema_errors(view), f"{breakage.__name__} was not caught"
 
 
 # --- the document as a whole ---------------------------------------------------------------------------------------
