@@ -26,6 +26,7 @@ from quorumlake.contract.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 from quorumlake.pipelines.config import Config
 from quorumlake.pipelines.engine.session import cached, release, runs_remotely
 from quorumlake.pipelines.jobs.faults import describe, fail_if, reached
+from quorumlake.pipelines.jobs.outcome import GIVEN_UP, NOT_INGESTED
 from quorumlake.pipelines.progress import Progress
 from quorumlake.pipelines.storage import Attempt, Bounds, Lakehouse
 from quorumlake.pipelines.storage.landing import (
@@ -189,7 +190,7 @@ def _ingest(lakehouse: Lakehouse, files: list[LandingFile], given_up: bool = Fal
     """Read a chunk of files, insert their records, then record the files as ingested."""
     config = lakehouse.config
     if given_up:
-        reason = f"not read: {GIVE_UP_AFTER} runs died ingesting this file alone (out of memory?); a new version is"
+        reason = f"{GIVEN_UP}{GIVE_UP_AFTER} runs died ingesting this file alone (out of memory?); a new version is"
         contents = [FileContent(f, None, None, f"{reason} read again") for f in files]
     else:
         contents = [read_file(f, config.max_file_bytes, config.max_decompressed_bytes) for f in files]
@@ -218,7 +219,7 @@ def _insert_or_isolate(lakehouse: Lakehouse, source: str, contents: list[FileCon
         return
     except Exception as exc:  # whatever the failure, it must cost only the file it came from
         if len(contents) == 1 and retried:
-            failed = FileContent(contents[0].file, None, None, f"could not be ingested: {describe(exc)}")
+            failed = FileContent(contents[0].file, None, None, f"{NOT_INGESTED}{describe(exc)}")
             _insert_files(lakehouse, source, [failed])
             return
     for content in contents:
