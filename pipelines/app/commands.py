@@ -125,7 +125,8 @@ def run(
     """Run the given layers (a full refresh of them first if asked) and print rows added per table. The exit code is
     0, or `degraded_exit_code` when this run (or any since `outcome_since`) could not ingest a landing file or
     quarantined a whole silver batch (quorumlake.pipelines.jobs.outcome)."""
-    if config.ingest_mode == "files" and "bronze" in layers and not Path(config.landing).is_dir():
+    local_landing = "://" not in config.landing and not config.landing.startswith("dbfs:")
+    if config.ingest_mode == "files" and "bronze" in layers and local_landing and not Path(config.landing).is_dir():
         raise UsageError(f"landing folder not found: {config.landing}")
     from pyspark.sql import SparkSession
 

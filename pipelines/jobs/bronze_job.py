@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from quorumlake.bronze.raw import PIECE_SCHEMA, build_raw_records, line_pieces
 from quorumlake.contract.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
@@ -300,10 +301,56 @@ def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:
 
 
 def _run_streams(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
-    """Auto Loader (or Spark's file source for a remote landing root): discovery by the stream's checkpoint."""
+    """Auto Loader (or Spark's file source for a remote landing root): discovery by the stream's checkpoint, each
+    micro-batch handed to `StreamBatch`."""
     config = lakehouse.config
     for source, spec in BRONZE_SOURCES.items():
         progress(f"bronze: ingesting {lakehouse.landing_path(source)}/ -> {spec.name}")
-        lakehouse.stream_landing_files(source, lambda files, source=source: insert_records(lakehouse, source, files))
+        lakehouse.stream_landing_files(source, StreamBatch(config, source))
     ingested = lakehouse.count_ingested(list(BRONZE_SOURCES.values()), config.run_at)
     return [BronzeCounts(spec.name, *ingested[spec.name]) for spec in BRONZE_SOURCES.values()]
+
+
+@dataclass(frozen=True)
+class StreamBatch:
+    """What Auto Loader (on Databricks) or Spark's file stream source calls with each micro-batch of one landing
+    source's files (foreachBatch). It carries the run's settings, not a session: under Spark Connect (serverless)
+    it is pickled and called in a Python process of the server, whose session is the batch's own."""
+
+    config: Config
+    source: str
+
+    def __call__(self, files: DataFrame, _batch_id: int) -> None:
+        ingest_batch(Lakehouse(files.sparkSession, self.config), self.source, files)
+
+
+# a file whose records could not be inserted: no content, the failure as its read error
+_FAILED_FILE_SCHEMA = (
+    "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, data BINARY, read_error STRING"
+)
+
+
+def ingest_batch(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:
+    """Insert the records of a micro-batch of landing files (columns of BINARY_FILE_SCHEMA), then record the files in
+    bronze.ingest_runs, as the listing path does. Should the batch fail for a reason no parser foresaw, its files are
+    tried one by one, and a file that still fails becomes one bronze row whose parse_error is the failure: it costs
+    that file, never the run, and the stream moves past it. Idempotent: a batch handed over again (its run crashed
+    before the checkpoint commit) adds nothing twice."""
+    config = lakehouse.config
+    files = files.select("path", "modificationTime", "length", "content")
+    listed = [(r["path"], r["length"], r["modificationTime"]) for r in files.drop("content").collect()]
+    if not listed:
+        return
+    try:
+        fail_if(config, "bronze", *(path for path, _, _ in listed))
+        insert_records(lakehouse, source, files)
+    except Exception:  # whatever the failure, it must cost only the file it came from
+        for path, size, modified_at in listed:
+            try:
+                fail_if(config, "bronze", path)
+                insert_records(lakehouse, source, files.where(F.col("path") == path))
+            except Exception as exc:
+                failed = [(path, modified_at, size, None, None, f"{NOT_INGESTED}{describe(exc)}")]
+                insert_records(lakehouse, source, lakehouse.spark.createDataFrame(failed, _FAILED_FILE_SCHEMA))
+    recorded = [(source, path, size, modified_at, config.run_at) for path, size, modified_at in listed]
+    lakehouse.insert_new(BRONZE_INGEST_RUNS, lakehouse.spark.createDataFrame(recorded, BRONZE_INGEST_RUNS.spark_schema))

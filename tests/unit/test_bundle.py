@@ -352,9 +352,40 @@ def test_prod_is_production_with_run_as_and_permissions_from_variables():
     view = _target_view("prod")
     for key, job in _jobs(view).items():
         (trigger,) = [job[t] for t in ("schedule", "trigger", "continuous") if t in job]
-        assert trigger["pause_status"] == "UNPAUSED", f"{key} would not run in prod"
+        assert trigger.get("pause_status", "UNPAUSED") == "UNPAUSED", f"{key} would not run in prod"
     for key, alert in _alerts(view).items():
-        assert alert["schedule"]["pause_status"] == "UNPAUSED", f"alert {key} would not run in prod"
+        assert alert["schedule"].get("pause_status", "UNPAUSED") == "UNPAUSED", f"alert {key} would not run in prod"
+
+
+def test_development_mode_pauses_the_jobs_and_no_variable_does():
+    """Development mode pauses a job's trigger or schedule only where the job sets no pause_status of its own: none
+    does, and no variable stands in for the mode."""
+    document = _bundle()
+    assert not [name for name in document["variables"] if "pause" in name]
+    assert "presets" not in document["targets"]["dev"], "the mode's defaults are the convention"
+    for key, job in _jobs(document).items():
+        for trigger in ("schedule", "trigger", "continuous"):
+            assert "pause_status" not in job.get(trigger, {}), f"{key}.{trigger} overrides development mode"
+
+
+def test_each_target_names_its_own_workspace_and_catalog():
+    targets = _root()["targets"]
+    profiles = [t["workspace"]["profile"] for t in targets.values()]
+    assert len(set(profiles)) == len(targets), "each target its own workspace profile"
+    for name, target in targets.items():
+        assert "catalog" in target["variables"], f"{name} does not say which catalog it uses"
+        # the CLI takes no variable references in authentication fields (host, profile, ...)
+        for key in ("host", "profile", "auth_type", "client_id"):
+            assert "${" not in str(target["workspace"].get(key, "")), f"{name}: workspace.{key} is interpolated"
+
+
+def test_sync_leaves_out_what_the_jobs_never_read_and_deployment_state_is_ignored():
+    excluded = _root()["sync"]["exclude"]
+    assert {"tests/", "benchmarks/"} <= set(excluded)
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert ".databricks/" in ignored
+    for generated in ("lakehouse/", ".venv/", "dist/", "build/"):
+        assert generated in ignored, generated  # the CLI syncs nothing .gitignore names
 
 
 def _strings(node: Any, path: str = ""):
@@ -468,7 +499,6 @@ def test_the_pipeline_runs_when_files_arrive_at_most_every_five_minutes_and_neve
     assert file_arrival["min_time_between_triggers_seconds"] == 300
     # a fleet's collectors write continuously: a quiet period would starve the trigger
     assert "wait_after_last_change_seconds" not in file_arrival
-    assert job["trigger"]["pause_status"] == "${var.pipeline_schedule_pause_status}"
     assert job["max_concurrent_runs"] == 1
     assert job["queue"] == {"enabled": False}
     assert job["email_notifications"]["on_failure"] == "${var.notification_emails}"
@@ -503,15 +533,73 @@ def test_every_task_runs_the_bundle_wheel(target):
             assert wheel.endswith(".whl")
 
 
+JOB_PARAMETER = re.compile(r"\{\{job\.parameters\.([A-Za-z0-9_]+)\}\}")
+
+
+def _with_job_parameters(parameters: list[str], job: dict[str, Any], **values: str) -> list[str]:
+    """The task's parameters as a run of the job passes them: each {{job.parameters.X}} replaced by its value (the
+    job's default unless given); {{job.start_time.iso_datetime}} by a time of that shape."""
+    defaults = {p["name"]: p["default"] for p in job.get("parameters", [])}
+    given = {**defaults, **values}
+    out = []
+    for p in parameters:
+        for name in JOB_PARAMETER.findall(p):
+            assert name in defaults, f"{p} names an undeclared job parameter"
+        p = JOB_PARAMETER.sub(lambda m: given[m.group(1)], p)
+        out.append(p.replace("{{job.start_time.iso_datetime}}", "2026-01-02T03:04:05.678"))
+    return out
+
+
 @pytest.mark.parametrize("layer", LAYERS)
 def test_the_layer_tasks_pass_flags_the_cli_accepts(layer):
     for target in _targets():
-        task = {t["task_key"]: t for t in _target_view(target)["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]}
-        parameters = task[layer]["python_wheel_task"]["parameters"]
-        args = build_parser().parse_args(["run", "--layers", layer, *parameters])
+        job = _target_view(target)["resources"]["jobs"]["quorumlake_pipeline"]
+        task = {t["task_key"]: t for t in job["tasks"]}
+        parameters = _with_job_parameters(task[layer]["python_wheel_task"]["parameters"], job)
+        args = build_parser().parse_args(["run", "--layer", layer, *parameters])
         assert args.ingest_mode == "autoloader"
         assert args.catalog == _variable_values(_bundle(), target)["catalog"]
-        assert args.layers == (layer,)
+        assert (args.layer, args.layers, args.full_refresh) == (layer, LAYERS, False)
+        rerun = _with_job_parameters(
+            task[layer]["python_wheel_task"]["parameters"], job, layers="silver,gold", full_refresh="true"
+        )
+        args = build_parser().parse_args(["run", "--layer", layer, *rerun])
+        assert (args.layers, args.full_refresh) == (("silver", "gold"), True)
+
+
+def test_the_job_takes_the_layers_and_a_full_refresh_as_job_parameters():
+    job = _bundle()["resources"]["jobs"]["quorumlake_pipeline"]
+    assert {p["name"]: p["default"] for p in job["parameters"]} == {"layers": ",".join(LAYERS), "full_refresh": "false"}
+    for task in job["tasks"]:
+        parameters = task["python_wheel_task"]["parameters"]
+        assert "--layers={{job.parameters.layers}}" in parameters
+        assert "--full-refresh={{job.parameters.full_refresh}}" in parameters
+
+
+def test_only_the_last_task_reports_a_degraded_run_for_the_whole_job_run():
+    """Bronze and silver exit 0 when they could not process some input (so the next task runs under ALL_SUCCESS);
+    gold, last, exits 4 if any task of this job run could not (docs/operations.md, "Exit codes")."""
+    tasks = {t["task_key"]: t for t in _bundle()["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]}
+    *earlier, last = LAYERS
+    for layer in earlier:
+        parameters = tasks[layer]["python_wheel_task"]["parameters"]
+        assert "--degraded-exit-code=0" in parameters
+        assert not [p for p in parameters if p.startswith("--outcome-since")]
+    parameters = tasks[last]["python_wheel_task"]["parameters"]
+    assert "--outcome-since={{job.start_time.iso_datetime}}" in parameters
+    assert not [p for p in parameters if p.startswith("--degraded-exit-code")]
+
+
+def test_only_prod_deletes_ingested_landing_files_and_may():
+    """Landing retention (cloudFiles.cleanSource) is on only where the deployment owns the landing volume, whose
+    run-as principal then needs WRITE VOLUME on it."""
+    dev, prod = _variable_values(_bundle(), "dev"), _variable_values(_bundle(), "prod")
+    assert dev["landing_retention_days"] == 0 < prod["landing_retention_days"]
+    bronze = {t["task_key"]: t for t in _bundle()["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]}["bronze"]
+    assert "--set=landing_retention_days=${var.landing_retention_days}" in bronze["python_wheel_task"]["parameters"]
+    landing = _target_view("prod", resolve=False)["resources"]["volumes"]["landing"]
+    (grant,) = [g for g in landing["grants"] if g["principal"] == "${var.service_principal_name}"]
+    assert {"READ_VOLUME", "WRITE_VOLUME"} <= set(grant["privileges"])
 
 
 def test_the_maintenance_task_passes_flags_the_cli_accepts():
@@ -570,7 +658,7 @@ def test_the_three_alerts_of_the_issue():
     assert set(alerts) == set(ALERTS)
     for key, alert in alerts.items():
         assert alert["warehouse_id"] == "${var.warehouse_id}", key
-        assert alert["schedule"]["pause_status"] == "${var.pipeline_schedule_pause_status}", key
+        assert "pause_status" not in alert["schedule"], key  # runs in prod; paused by the dev target
         assert alert["schedule"]["timezone_id"] == "UTC"
         evaluation = alert["evaluation"]
         assert (evaluation["comparison_operator"], evaluation["threshold"]["value"]["double_value"]) == (
@@ -640,7 +728,9 @@ def test_the_dashboard_resource():
     path, resource = _dashboard_resource()
     assert resource["display_name"]
     assert resource["warehouse_id"] == "${var.warehouse_id}"
+    # each target's dashboard reads that target's own gold
     assert resource["dataset_catalog"] == "${var.catalog}"
+    assert resource["dataset_schema"] == "${var.schema_prefix}gold"
     assert resource["file_path"].endswith(".lvdash.json")
     assert (path.parent / resource["file_path"]).resolve() == ROOT / "resources/dashboards/quorumlake.lvdash.json"
 
@@ -666,7 +756,8 @@ def test_every_dataset_is_spark_sql_over_gold(name):
     defined = {alias.alias for alias in tree.find_all(exp.Alias)}
     allowed: set[str] = set(defined)
     for table in tables:
-        assert table.db == "gold" and not table.catalog, f"{name}: {table.sql()} must be gold.<name>, no catalog"
+        # the dashboard's dataset_catalog and dataset_schema say whose gold: a name of its own would bypass them
+        assert not table.db and not table.catalog, f"{name}: {table.sql()} must name a gold object alone"
         assert table.name in GOLD_COLUMNS, f"{name}: unknown gold object {table.name}"
         allowed |= GOLD_COLUMNS[table.name]
     used = {column.name for column in tree.find_all(exp.Column)}
@@ -733,15 +824,18 @@ def _encodings(node: Any):
 
 
 def test_the_dashboard_shows_the_issue_s_views():
-    sql = " ".join(_dataset_sql(d) for d in _datasets().values())
-    for view in (
-        "gold.v_fleet_overview",
-        "gold.v_slo_attainment_daily",
-        "gold.v_partitions_at_min_isr",
-        "gold.metadata_offset_divergence",
-        "gold.isr_health",
-    ):
-        assert view in sql
+    read = {
+        table.name
+        for d in _datasets().values()
+        for table in sqlglot.parse_one(_dataset_sql(d), read="spark").find_all(exp.Table)
+    }
+    assert {
+        "v_fleet_overview",
+        "v_slo_attainment_daily",
+        "v_partitions_at_min_isr",
+        "metadata_offset_divergence",
+        "isr_health",
+    } <= read
 
 
 def test_cluster_and_time_range_filters_cover_the_datasets():
