@@ -18,6 +18,7 @@ re-opens exactly the windows and episodes it touches.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -46,6 +47,7 @@ from quorumlake.gold.isr import (
     earlier_starts,
     episode_scope,
 )
+from quorumlake.gold.metric_views import metric_view_statements
 from quorumlake.gold.quorum import (
     build_quorum_health,
     build_quorum_status,
@@ -55,6 +57,7 @@ from quorumlake.gold.quorum import (
 )
 from quorumlake.gold.replicas import build_replica_lag_sli
 from quorumlake.gold.views import view_statements
+from quorumlake.pipelines.config import Config
 from quorumlake.pipelines.engine.session import cached, release
 from quorumlake.pipelines.jobs.faults import reached
 from quorumlake.pipelines.progress import Progress
@@ -90,6 +93,11 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
             reached(config, "gold:round")
     if versions != done:
         lakehouse.save_progress(CONSUMER, versions, hold=True)  # the run writes the ledger once, when it ends
+    if config.catalog:
+        # Unity Catalog keeps the views between runs: each gold run publishes them with its own settings (the
+        # bundle's stale_after_minutes, ...), and the metric views over them
+        create_views(lakehouse)
+        progress("gold: views and metric views published")
     return written
 
 
@@ -139,16 +147,24 @@ def _union(frames: list[DataFrame]) -> DataFrame:
 
 
 def create_views(lakehouse: Lakehouse) -> None:
-    """(Re)create the gold views; cheap, so done at every start (the local catalog lives in the process)."""
-    config = lakehouse.config
+    """(Re)create the gold views; cheap, so done at every start (the local catalog lives in the process), and by
+    every gold run on Unity Catalog, where they (and the metric views) are the catalog's own objects."""
+    lakehouse.define_views(gold_view_statements(lakehouse.config, lakehouse.name_of))
+
+
+def gold_view_statements(config: Config, name_of: Callable[[str], str]) -> list[str]:
+    """The statements that (re)create gold's views with this configuration's settings; on Unity Catalog (a catalog
+    is set: Databricks) the metric views too, which open-source Spark cannot create."""
     settings = {
         "divergence_warn_records": config.divergence_warn_records,
         "metadata_lag_warn_ms": config.metadata_lag_warn_ms,
         "stale_after_minutes": config.stale_after_minutes,
         "window_minutes": config.window_minutes,
     }
-
-    lakehouse.define_views(view_statements(lakehouse.name_of, settings))
+    statements = view_statements(name_of, settings)
+    if config.catalog:
+        statements += metric_view_statements(name_of)
+    return statements
 
 
 def _keys(batch: DataFrame, *cols: str) -> DataFrame:

@@ -348,7 +348,7 @@ def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, flee
     day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(snapshots)."""
     import yaml
 
-    from quorumlake.gold.views import METRIC_VIEWS
+    from quorumlake.gold.metric_views import METRIC_VIEWS
 
     _fresh_views(fleet, tmp_path)
 
