@@ -35,6 +35,7 @@ FLEET_OVERVIEW = ViewSpec(
             "stalled high watermark, a node diverging from the controller, metadata errors, unknown voter "
             "connections or fenced brokers; stale: no quorum snapshot for the configured minutes",
         ),
+        ("status_rank", "Sort key of status, worst first: 1 critical, 2 warn, 3 stale, 4 ok"),
         ("leader_id", "Quorum leader in the latest snapshot"),
         ("leader_epoch", "Leader epoch in the latest snapshot"),
         ("max_follower_lag", "MaxFollowerLag in the latest snapshot (records)"),
@@ -108,8 +109,14 @@ FLEET_OVERVIEW = ViewSpec(
                < current_timestamp() - make_dt_interval(0, 0, {stale_after_minutes}, 0) AS is_stale
       FROM o)
     SELECT
-      cluster_id,
-      as_of,
+      cluster_id, as_of, status,
+      CASE status WHEN 'critical' THEN 1 WHEN 'warn' THEN 2 WHEN 'stale' THEN 3 ELSE 4 END AS status_rank,
+      leader_id, leader_epoch, max_follower_lag, max_follower_lag_time_ms, voters, voters_within_slo,
+      high_watermark_stalled, at_min_isr, under_min_isr, offline, worst_divergence_records, worst_last_applied_lag_ms,
+      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers
+    FROM (
+    SELECT
+      f.*,
       CASE
         WHEN (has_quorum AND (error_code <> 0 OR leader_id IS NULL
                               OR (max_follower_lag_time_ms >= 0 AND voters_within_slo < floor(voters / 2) + 1)))
@@ -123,11 +130,8 @@ FLEET_OVERVIEW = ViewSpec(
              OR coalesce(fenced_brokers, 0) > 0 THEN 'warn'
         WHEN is_stale THEN 'stale'
         ELSE 'ok'
-      END AS status,
-      leader_id, leader_epoch, max_follower_lag, max_follower_lag_time_ms, voters, voters_within_slo,
-      high_watermark_stalled, at_min_isr, under_min_isr, offline, worst_divergence_records, worst_last_applied_lag_ms,
-      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers
-    FROM f
+      END AS status
+    FROM f)
     """,
 )
 

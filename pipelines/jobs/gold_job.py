@@ -23,9 +23,14 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from quorumlake.contract.keys import constraint_statements
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_CONTROLLER_HEALTH,
+    GOLD_DIM_CLUSTER,
+    GOLD_DIM_DATE,
+    GOLD_DIM_NODE,
+    GOLD_DIMENSIONS,
     GOLD_ISR_HEALTH,
     GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_METADATA_OFFSET_DIVERGENCE,
@@ -39,6 +44,7 @@ from quorumlake.contract.tables import (
     SILVER_REPLICA_STATES,
 )
 from quorumlake.gold.controller import build_controller_health
+from quorumlake.gold.dims import build_dim_cluster, build_dim_date, build_dim_node
 from quorumlake.gold.divergence import build_metadata_offset_divergence, divergence_scope
 from quorumlake.gold.isr import (
     build_at_min_isr_episodes,
@@ -80,7 +86,7 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
         if upto != after:
             plans[spec.name] = lakehouse.version_ranges(spec, after, upto)
     versions = dict(done)
-    written = {spec.name: 0 for spec in GOLD_TABLES}
+    written = {spec.name: 0 for spec in (*GOLD_TABLES, *GOLD_DIMENSIONS)}
     rounds = max((len(ranges) for ranges in plans.values()), default=0)
     for i in range(rounds):
         ranges = {name: plan[i] for name, plan in plans.items() if i < len(plan)}
@@ -95,10 +101,63 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
         lakehouse.save_progress(CONSUMER, versions, hold=True)  # the run writes the ledger once, when it ends
     if config.catalog:
         # Unity Catalog keeps the views between runs: each gold run publishes them with its own settings (the
-        # bundle's stale_after_minutes, ...), and the metric views over them
+        # bundle's stale_after_minutes, ...), and the metric views over them; and adds the star schema's keys a table
+        # does not have yet
         create_views(lakehouse)
-        progress("gold: views and metric views published")
+        added = _add_keys(lakehouse)
+        progress(f"gold: views and metric views published; {added} key constraints added")
     return written
+
+
+def _add_keys(lakehouse: Lakehouse) -> int:
+    """Add the informational primary and foreign keys of quorumlake.contract.keys that gold's tables lack (Unity
+    Catalog only); returns how many statements ran."""
+    catalog, schema = lakehouse.schema_name("gold").split(".", 1)
+    existing = {
+        r["constraint_name"]
+        for r in lakehouse.query(
+            f"SELECT constraint_name FROM `{catalog}`.information_schema.table_constraints "
+            f"WHERE table_schema = '{schema}'"
+        ).collect()
+    }
+    statements = constraint_statements(lakehouse.name_of, existing)
+    for statement in statements:
+        lakehouse.query(statement).collect()
+    return len(statements)
+
+
+def _dimensions(lakehouse: Lakehouse, changed: dict[str, DataFrame]) -> None:
+    """Merge what silver's changes say about clusters, nodes and days into gold's dimensions (quorumlake.gold.dims):
+    the dimension rows of the keys the changes touch are rebuilt from the changes and those rows themselves."""
+    snapshots, replicas = changed.get(SILVER_QUORUM_SNAPSHOTS.name), changed.get(SILVER_REPLICA_STATES.name)
+    partitions, metrics = changed.get(SILVER_PARTITION_STATES.name), changed.get(SILVER_NODE_METRICS.name)
+    clusters = [b.select("cluster_id") for b in (snapshots, partitions, metrics) if b is not None]
+    if clusters:
+        keys = _union(clusters).distinct()
+        existing = lakehouse.read(GOLD_DIM_CLUSTER).join(keys, "cluster_id", "left_semi")
+        lakehouse.replace_groups(GOLD_DIM_CLUSTER, build_dim_cluster(snapshots, partitions, metrics, existing), keys)
+    nodes = [
+        b.select("cluster_id", F.col(c).alias("node_id"))
+        for b, c in ((replicas, "replica_id"), (metrics, "node_id"))
+        if b is not None
+    ]
+    if nodes:
+        keys = _union(nodes).where(F.col("node_id").isNotNull()).distinct()
+        existing = lakehouse.read(GOLD_DIM_NODE).join(keys, ["cluster_id", "node_id"], "left_semi")
+        lakehouse.replace_groups(GOLD_DIM_NODE, build_dim_node(replicas, metrics, existing), keys)
+    times = [
+        b.select(F.to_date(c).alias("date"))
+        for b, c in (
+            (snapshots, "collected_at"),
+            (replicas, "collected_at"),
+            (partitions, "collected_at"),
+            (metrics, "scraped_at"),
+        )
+        if b is not None
+    ]
+    held = lakehouse.read(GOLD_DIM_DATE).agg(F.min("date").alias("lo"), F.max("date").alias("hi"))
+    days = _union([*times, held.select(F.col("lo").alias("date")), held.select(F.col("hi").alias("date"))])
+    lakehouse.insert_new(GOLD_DIM_DATE, build_dim_date(days.where(F.col("date").isNotNull())))
 
 
 def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: Progress) -> dict[str, int]:
@@ -110,9 +169,9 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             batch = lakehouse.changes(spec, lo, hi).where(F.col("_change_type") != "update_preimage")
             if lakehouse.changes_hold_rows(spec, lo, hi, batch):  # silver's appends: its log says, no query
                 changed[spec.name] = cached(batch)  # only a batch with rows is kept
-    written = {spec.name: 0 for spec in GOLD_TABLES}
+    written = {spec.name: 0 for spec in (*GOLD_TABLES, *GOLD_DIMENSIONS)}
     if changed:
-        versions_before = {spec.name: lakehouse.version(spec) for spec in GOLD_TABLES}
+        versions_before = {spec.name: lakehouse.version(spec) for spec in (*GOLD_TABLES, *GOLD_DIMENSIONS)}
         snapshots, replicas = changed.get(SILVER_QUORUM_SNAPSHOTS.name), changed.get(SILVER_REPLICA_STATES.name)
         steps = []
         if snapshots is not None or replicas is not None:
@@ -128,12 +187,16 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             metrics = changed[SILVER_NODE_METRICS.name]
             steps.append(("metadata offset divergence", lambda: _divergence(lakehouse, metrics)))
             steps.append(("controller health", lambda: _controller_health(lakehouse, metrics)))
+        steps.append(("dimensions", lambda: _dimensions(lakehouse, changed)))
         for what, step in steps:
             started = time.monotonic()
             step()
             progress(f"gold: {what} in {time.monotonic() - started:.1f}s")
             reached(lakehouse.config, f"gold:{what}")
-        written = {spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name]) for spec in GOLD_TABLES}
+        written = {
+            spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name])
+            for spec in (*GOLD_TABLES, *GOLD_DIMENSIONS)
+        }
     for batch in changed.values():
         release(batch)
     return written
