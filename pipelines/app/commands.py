@@ -157,6 +157,9 @@ def run(
     progress(f"run finished in {time.monotonic() - started:.1f}s (run_at {config.run_at.isoformat()})")
     from quorumlake.pipelines.jobs.outcome import run_outcome
 
+    # this run alone quarantined nothing (failed files and whole batches are counted there too): nothing to look up
+    if outcome_since is None and not any(s.rows_quarantined for s in summaries):
+        return 0
     outcome = run_outcome(lakehouse, outcome_since or config.run_at)
     if outcome.degraded:
         since = "this run" if outcome_since is None else f"the runs since {outcome_since.isoformat()}"
