@@ -21,7 +21,8 @@ def _latest(value: str, at: str) -> Column:
 
 
 def _typed(df: DataFrame, spec) -> DataFrame:
-    return df.select(*(F.col(n).cast(t).alias(n) for n, t, _ in spec.columns))
+    """The table's columns in its order and types; a column the frame lacks is NULL."""
+    return df.select(*((F.col(n) if n in df.columns else F.lit(None)).cast(t).alias(n) for n, t, _ in spec.columns))
 
 
 def _summaries(spec, frames: list[DataFrame]) -> DataFrame:
@@ -32,14 +33,19 @@ def _summaries(spec, frames: list[DataFrame]) -> DataFrame:
     return out
 
 
+_COHORT = ("kafka_version", "metadata_version", "kraft_version", "quorum_mode")
+
+
 def build_dim_cluster(
     snapshots: DataFrame | None = None,
     partitions: DataFrame | None = None,
     metrics: DataFrame | None = None,
     existing: DataFrame | None = None,
+    cohorts: DataFrame | None = None,
 ) -> DataFrame:
     """One row per cluster of the given silver rows (quorum snapshots, partition states, node metrics), merged with
-    the cluster's `existing` dimension row."""
+    the cluster's `existing` dimension row; its version and quorum mode are those of the cluster's latest day in
+    `cohorts` (gold.cluster_cohorts rows), else the existing row's."""
     none = F.lit(None)
     frames = []
     if snapshots is not None:
@@ -69,19 +75,29 @@ def build_dim_cluster(
         frames.append(existing)
     if not frames:
         raise ValueError("build_dim_cluster needs at least one source")
-    return _typed(
+    rows = (
         _summaries(GOLD_DIM_CLUSTER, frames)
         .groupBy("cluster_id")
         .agg(
             _latest("kafka_cluster_id", "last_quorum_snapshot_at").alias("kafka_cluster_id"),
             F.max("describe_quorum_api_version").alias("describe_quorum_api_version"),
             _latest("voters", "last_quorum_snapshot_at").alias("voters"),
+            *(F.first(c, ignorenulls=True).alias(c) for c in _COHORT),  # only the existing row has them
             F.max("last_quorum_snapshot_at").alias("last_quorum_snapshot_at"),
             F.min("first_seen_at").alias("first_seen_at"),
             F.max("last_seen_at").alias("last_seen_at"),
-        ),
-        GOLD_DIM_CLUSTER,
+        )
     )
+    if cohorts is not None:
+        latest = cohorts.groupBy("cluster_id").agg(
+            *(F.max_by(c, "day").alias(f"_{c}") for c in _COHORT), F.max("day").alias("_day")
+        )
+        rows = rows.join(latest, "cluster_id", "left").select(
+            "*",
+            *(F.when(F.col("_day").isNotNull(), F.col(f"_{c}")).otherwise(F.col(c)).alias(f"__{c}") for c in _COHORT),
+        )
+        rows = rows.drop(*_COHORT).select("*", *(F.col(f"__{c}").alias(c) for c in _COHORT))
+    return _typed(rows, GOLD_DIM_CLUSTER)
 
 
 def build_dim_node(

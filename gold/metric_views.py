@@ -10,8 +10,9 @@ them (`quorumlake.pipelines.jobs.gold_job.create_views`, Unity Catalog only: ope
 locally tests/unit/test_metric_views.py proves every one parses and names only columns its source has, and
 tests/e2e/test_demo_report_serve.py evaluates every measure on the demo warehouse.
 
-To add measures (e.g. the SLO error-budget tables), append a `MetricViewSpec` to `METRIC_VIEWS` (or measures to an
-existing spec over the same source): both tests pick it up.
+To add measures, append a `MetricViewSpec` to `METRIC_VIEWS` (or measures to an existing spec over the same
+source): both tests pick it up. `gold.m_slo_budget` is the SLO error budgets' (gold.slo_budget); a metric view over
+gold.slo_burn's per-window counts would be another.
 """
 
 from __future__ import annotations
@@ -163,7 +164,41 @@ REPLICA_SLO_METRICS = MetricViewSpec(
     ),
 )
 
-METRIC_VIEWS: tuple[MetricViewSpec, ...] = (QUORUM_SLO_METRICS, REPLICA_SLO_METRICS)
+SLO_BUDGET_METRICS = MetricViewSpec(
+    "gold.m_slo_budget",
+    "gold.slo_budget",
+    "Error budgets of the three SLOs (quorum_lag, write_availability, metadata_freshness) over any slice of "
+    "clusters, SLOs and days, from the daily event counts of gold.slo_budget: attainment is sum(good) / sum(total), "
+    "and the budget left is 1 - bad events / allowed bad events, both summed at the query's grain.",
+    (
+        _CLUSTER,
+        Field("slo", "slo", "SLO", "quorum_lag, write_availability or metadata_freshness", ("objective name",)),
+        Field("day", "day", "Day", "UTC day", ("date",)),
+    ),
+    (
+        Field("good", "SUM(good)", "Good events", "Good events", ("good samples",), COUNT),
+        Field("total", "SUM(total)", "Events", "Events counted against the SLO", ("samples", "observations"), COUNT),
+        Field(
+            "attainment",
+            "SUM(good) / SUM(total)",
+            "SLO attainment",
+            "good / total over the rows of the query's grain (never an average of daily ratios)",
+            ("SLI", "availability", "success ratio"),
+            RATIO,
+        ),
+        Field(
+            "budget_remaining",
+            "1 - (SUM(total) - SUM(good)) / SUM(total * (1 - objective))",
+            "Error budget remaining",
+            "Share of the error budget left over the query's days: 1 - bad events / bad events the objectives allow; "
+            "negative when overspent",
+            ("budget left", "error budget"),
+            RATIO,
+        ),
+    ),
+)
+
+METRIC_VIEWS: tuple[MetricViewSpec, ...] = (QUORUM_SLO_METRICS, REPLICA_SLO_METRICS, SLO_BUDGET_METRICS)
 
 
 def metric_view_statements(resolve: Callable[[str], str]) -> list[str]:

@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("--out", metavar="PATH", required=True, help="landing zone root to write")
     _add_fleet(gen)
+    gen.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="outages at chosen times: a JSON list of {cluster, kind, start_ms, end_ms, nodes?} (kinds voter-cut-off, "
+        "brokers-down, applier-frozen; see quorumlake.simulator.plan)",
+    )
 
     demo = commands.add_parser(
         "demo",

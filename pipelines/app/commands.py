@@ -203,8 +203,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _fleet_spec(args: argparse.Namespace):
-    from quorumlake.simulator import FleetSpec
+    from quorumlake.simulator import FleetSpec, load_plan
 
+    plan = getattr(args, "plan", None)
     return FleetSpec(
         clusters=args.clusters,
         brokers=args.brokers,
@@ -215,6 +216,7 @@ def _fleet_spec(args: argparse.Namespace):
         interval_s=args.interval_s,
         scenarios=tuple(args.scenario or ("healthy",)),
         seed=args.seed,
+        plan=load_plan(plan) if plan else (),
     )
 
 

@@ -12,7 +12,9 @@ re-opens exactly the windows and episodes it touches.
 - partition states -> gold.isr_health and gold.isr_health_by_topic per snapshot, gold.at_min_isr_episodes per
   partition from the start of the episode the earliest change falls in;
 - node metrics -> gold.metadata_offset_divergence for the scrapes within the pairing tolerance of the changes, and
-  gold.controller_health for the node windows the changes fall in.
+  gold.controller_health for the node windows the changes fall in;
+- then all of them -> gold.slo_burn, gold.slo_budget and gold.cluster_cohorts for the windows and days they touch
+  (`slo_job`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pyspark.sql import functions as F
 from quorumlake.contract.keys import constraint_statements
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_CLUSTER_COHORTS,
     GOLD_CONTROLLER_HEALTH,
     GOLD_DIM_CLUSTER,
     GOLD_DIM_DATE,
@@ -66,6 +69,7 @@ from quorumlake.gold.views import view_statements
 from quorumlake.pipelines.config import Config
 from quorumlake.pipelines.engine.session import cached, release
 from quorumlake.pipelines.jobs.faults import reached
+from quorumlake.pipelines.jobs.slo_job import slo_step
 from quorumlake.pipelines.progress import Progress
 from quorumlake.pipelines.storage import Bounds, Lakehouse
 
@@ -135,7 +139,9 @@ def _dimensions(lakehouse: Lakehouse, changed: dict[str, DataFrame]) -> None:
     if clusters:
         keys = _union(clusters).distinct()
         existing = lakehouse.read(GOLD_DIM_CLUSTER).join(keys, "cluster_id", "left_semi")
-        lakehouse.replace_groups(GOLD_DIM_CLUSTER, build_dim_cluster(snapshots, partitions, metrics, existing), keys)
+        cohorts = lakehouse.read(GOLD_CLUSTER_COHORTS).join(keys, "cluster_id", "left_semi")
+        rows = build_dim_cluster(snapshots, partitions, metrics, existing, cohorts)
+        lakehouse.replace_groups(GOLD_DIM_CLUSTER, rows, keys)
     nodes = [
         b.select("cluster_id", F.col(c).alias("node_id"))
         for b, c in ((replicas, "replica_id"), (metrics, "node_id"))
@@ -187,6 +193,20 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             metrics = changed[SILVER_NODE_METRICS.name]
             steps.append(("metadata offset divergence", lambda: _divergence(lakehouse, metrics)))
             steps.append(("controller health", lambda: _controller_health(lakehouse, metrics)))
+        # last: it counts the SLOs' events in the gold rows the steps above wrote
+        quorum_keys = _union(keys).distinct() if snapshots is not None or replicas is not None else None
+        steps.append(
+            (
+                "SLO budgets, burn rates and cohorts",
+                lambda: slo_step(
+                    lakehouse,
+                    quorum_keys,
+                    changed.get(SILVER_PARTITION_STATES.name),
+                    changed.get(SILVER_NODE_METRICS.name),
+                ),
+            )
+        )
+        # after the SLO step: the cluster dimension takes its version and quorum mode from gold.cluster_cohorts
         steps.append(("dimensions", lambda: _dimensions(lakehouse, changed)))
         for what, step in steps:
             started = time.monotonic()

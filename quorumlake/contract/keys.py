@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_CLUSTER_COHORTS,
     GOLD_CONTROLLER_HEALTH,
     GOLD_DIM_CLUSTER,
     GOLD_DIM_DATE,
@@ -23,6 +24,8 @@ from quorumlake.contract.tables import (
     GOLD_QUORUM_HEALTH,
     GOLD_QUORUM_STATUS,
     GOLD_REPLICA_LAG_SLI,
+    GOLD_SLO_BUDGET,
+    GOLD_SLO_BURN,
     TableSpec,
 )
 
@@ -52,9 +55,13 @@ FOREIGN_KEYS: tuple[ForeignKey, ...] = (
             GOLD_AT_MIN_ISR_EPISODES,
             GOLD_METADATA_OFFSET_DIVERGENCE,
             GOLD_CONTROLLER_HEALTH,
+            GOLD_SLO_BURN,
+            GOLD_SLO_BUDGET,
+            GOLD_CLUSTER_COHORTS,
             GOLD_DIM_NODE,
         )
     ),
+    *(ForeignKey(fact, ("day",), GOLD_DIM_DATE) for fact in (GOLD_SLO_BUDGET, GOLD_CLUSTER_COHORTS)),
     ForeignKey(GOLD_METADATA_OFFSET_DIVERGENCE, ("cluster_id", "node_id"), GOLD_DIM_NODE),
     ForeignKey(GOLD_CONTROLLER_HEALTH, ("cluster_id", "node_id"), GOLD_DIM_NODE),
     ForeignKey(GOLD_REPLICA_LAG_SLI, ("cluster_id", "replica_id"), GOLD_DIM_NODE),

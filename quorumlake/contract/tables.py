@@ -165,6 +165,17 @@ SILVER_QUORUM_SNAPSHOTS = TableSpec(
         ("cli_max_follower_lag_time_ms", "BIGINT", "MaxFollowerLagTimeMs printed by --status (CLI captures only)"),
         ("record_ids", "ARRAY<STRING>", "bronze.quorum_raw records this snapshot was built from"),
         ("ingested_at", _TS, "When the (latest) source record was ingested into bronze"),
+        (
+            "kafka_version",
+            "STRING",
+            "Kafka release of the node that answered, as the collector recorded it (envelope kafka_version)",
+        ),
+        (
+            "metadata_version_level",
+            "INT",
+            "Finalized metadata.version feature level the collector recorded (envelope finalized_features)",
+        ),
+        ("kraft_version", "INT", "Finalized kraft.version the collector recorded (0 when features omit it)"),
     ),
     ("cluster_id", "collected_at"),
     "One row per quorum snapshot (cluster, capture time)",
@@ -490,6 +501,89 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
     clustering=("cluster_id", "window_start"),
 )
 
+# SLO error budgets and burn rates (quorumlake.gold.slo): the three SLOs of the contract, their events counted per
+# 5-minute window and per UTC day.
+_SLO_NAME = ("slo", "STRING", "SLO: quorum_lag, write_availability or metadata_freshness")
+_OBJECTIVE = ("objective", "DOUBLE", "The SLO's objective (share of good events) when the row was computed")
+GOLD_SLO_BURN = TableSpec(
+    "gold",
+    "slo_burn",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        _SLO_NAME,
+        ("window_start", _TS, "Start of the 5-minute window (epoch-aligned, by event time)"),
+        ("window_end", _TS, "Window end (exclusive)"),
+        _OBJECTIVE,
+        ("good", "BIGINT", "Good events in the window"),
+        ("total", "BIGINT", "Events in the window"),
+        (
+            "burn_rate_5m",
+            "DOUBLE",
+            "Error rate over the 5 minutes ending at window_end, over the error budget (1 - objective)",
+        ),
+        ("burn_rate_30m", "DOUBLE", "Error rate over the 30 minutes ending at window_end, over the error budget"),
+        ("burn_rate_1h", "DOUBLE", "Error rate over the hour ending at window_end, over the error budget"),
+        ("burn_rate_6h", "DOUBLE", "Error rate over the 6 hours ending at window_end, over the error budget"),
+        ("fast_burn", "BOOLEAN", "burn_rate_1h and burn_rate_5m both above 14.4 (page)"),
+        ("slow_burn", "BOOLEAN", "burn_rate_6h and burn_rate_30m both above 6 (ticket)"),
+    ),
+    ("cluster_id", "slo", "window_start"),
+    "SLO burn rates per cluster, SLO and 5-minute window with events (multi-window, multi-burn-rate)",
+    clustering=("cluster_id", "window_start"),
+)
+GOLD_SLO_BUDGET = TableSpec(
+    "gold",
+    "slo_budget",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        _SLO_NAME,
+        ("day", "DATE", "UTC day"),
+        _OBJECTIVE,
+        ("good", "BIGINT", "Good events that day"),
+        ("total", "BIGINT", "Events that day"),
+        ("good_28d", "BIGINT", "Good events in the 28 days ending with this day (this day included)"),
+        ("total_28d", "BIGINT", "Events in the 28 days ending with this day (this day included)"),
+        ("days_28d", "INT", "Days with events among those 28 (fewer than 28 while the history is shorter)"),
+        ("attainment_28d", "DOUBLE", "good_28d / total_28d"),
+        (
+            "budget_remaining_28d",
+            "DOUBLE",
+            "Share of the 28-day error budget left, 1 - (1 - attainment_28d) / (1 - objective); negative: overspent",
+        ),
+    ),
+    ("cluster_id", "slo", "day"),
+    "SLO error budget per cluster, SLO and UTC day, over the 28 days ending with that day",
+    clustering=("cluster_id", "day"),
+)
+GOLD_CLUSTER_COHORTS = TableSpec(
+    "gold",
+    "cluster_cohorts",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("day", "DATE", "UTC day"),
+        (
+            "kafka_version",
+            "STRING",
+            "Kafka release the collector recorded (e.g. 4.1); else 3.9+ when the day's latest DescribeQuorum answer "
+            "was v2; NULL when unknown",
+        ),
+        ("metadata_version", "STRING", "Finalized metadata.version (e.g. 4.1-IV1) the collector recorded"),
+        ("metadata_version_level", "INT", "Its feature level"),
+        ("kraft_version", "INT", "Finalized kraft.version the collector recorded (0: static voters, 1: dynamic)"),
+        (
+            "quorum_mode",
+            "STRING",
+            "static or dynamic (KIP-853): from kraft.version, else from the voters' directory ids in the day's latest "
+            "DescribeQuorum v2 answer; NULL when unknown",
+        ),
+        ("last_snapshot_at", _TS, "The day's latest quorum snapshot"),
+    ),
+    ("cluster_id", "day"),
+    "Kafka version, metadata.version, kraft.version and quorum mode per cluster and UTC day, as the day's latest "
+    "quorum snapshots show them (the cohorts of gold.v_slo_attainment_by_cohort)",
+    clustering=("cluster_id", "day"),
+)
+
 GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_QUORUM_STATUS,
     GOLD_QUORUM_HEALTH,
@@ -499,6 +593,9 @@ GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_CONTROLLER_HEALTH,
+    GOLD_SLO_BURN,
+    GOLD_SLO_BUDGET,
+    GOLD_CLUSTER_COHORTS,
 )
 
 # Dimension tables for BI tools (quorumlake.gold.dims, docs/bi.md): one row per cluster, per node, per day. Their keys
@@ -516,6 +613,10 @@ GOLD_DIM_CLUSTER = TableSpec(
             "Highest DescribeQuorum version the cluster answered (2 and up: KIP-853 voter endpoints and directory ids)",
         ),
         ("voters", "INT", "Voters in the latest quorum snapshot"),
+        ("kafka_version", "STRING", "Kafka version on the latest day gold.cluster_cohorts has for the cluster"),
+        ("metadata_version", "STRING", "Finalized metadata.version on that day"),
+        ("kraft_version", "INT", "Finalized kraft.version on that day (0: static voters, 1: dynamic)"),
+        ("quorum_mode", "STRING", "static or dynamic (KIP-853) on that day; NULL when unknown"),
         ("last_quorum_snapshot_at", _TS, "Capture time of the latest quorum snapshot"),
         ("first_seen_at", _TS, "Earliest capture of any kind (quorum, partitions, metrics)"),
         ("last_seen_at", _TS, "Latest capture of any kind"),

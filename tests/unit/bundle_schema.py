@@ -3,7 +3,7 @@
 The Databricks CLI's own bundle JSON schema (`databricks bundle schema`) is not kept here: the databricks/cli
 repository is under the Databricks License, which allows use only in connection with Databricks services and can be
 terminated by Databricks at any time (every copy then deleted), so it cannot live in this Apache-2.0 repository
-(docs/decisions/0014). Two checks take its place:
+(docs/decisions/0015). Two checks take its place:
 
 - every resource (`resources.jobs`, `schemas`, `volumes`, `dashboards`, `alerts`) is loaded into the CLI's typed
   Python models from PyPI (`databricks-bundles`, a test dependency, not shipped with the wheel): unknown fields,

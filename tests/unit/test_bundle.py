@@ -50,6 +50,7 @@ GOLD_COLUMNS: dict[str, set[str]] = {
 # settings file, not from flags. When the CLI gets flags for them, pass them in the pipeline job and empty this set.
 VARIABLES_NOT_PASSED_YET: set[str] = set()
 
+SLOS = ("quorum_lag", "write_availability", "metadata_freshness")
 VAR_REF = re.compile(r"\$\{var\.([A-Za-z0-9_-]+)\}")
 
 
@@ -308,6 +309,10 @@ def test_the_variables_have_the_contract_defaults():
     variables = _root()["variables"]
     assert variables["replica_caught_up_slo_ms"]["default"] == 2000
     assert variables["quorum_lag_time_slo_ms"]["default"] == 2000
+    assert [variables[f"slo_objective_{slo}"]["default"] for slo in SLOS] == [0.999, 0.999, 0.99]
+    for task in _bundle()["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]:
+        for slo in SLOS:
+            assert f"--set=slo_objective_{slo}=${{var.slo_objective_{slo}}}" in task["python_wheel_task"]["parameters"]
     assert variables["window_minutes"]["default"] == 5
     assert variables["notification_emails"]["type"] == "complex"
     assert isinstance(variables["notification_emails"]["default"], list)
@@ -645,6 +650,8 @@ def test_the_wheel_has_the_entry_points_and_no_spark(checkout_wheel):
 
 
 ALERTS = ("quorumlake_cluster_critical", "quorumlake_at_min_isr_escalated", "quorumlake_stale_data")
+# the SLO burn alerts (issue #51): a page and a ticket, each notifying once per episode
+BURN_ALERTS = ("quorumlake_slo_fast_burn", "quorumlake_slo_slow_burn")
 
 
 def alert_queries(catalog: str = "spark_catalog") -> dict[str, str]:
@@ -655,8 +662,8 @@ def alert_queries(catalog: str = "spark_catalog") -> dict[str, str]:
 
 def test_the_three_alerts_of_the_issue():
     alerts = _alerts(_bundle())
-    assert set(alerts) == set(ALERTS)
-    for key, alert in alerts.items():
+    assert set(alerts) == set(ALERTS + BURN_ALERTS)
+    for key, alert in ((key, alerts[key]) for key in ALERTS):
         assert alert["warehouse_id"] == "${var.warehouse_id}", key
         assert "pause_status" not in alert["schedule"], key  # runs in prod; paused by the dev target
         assert alert["schedule"]["timezone_id"] == "UTC"
@@ -678,7 +685,25 @@ def test_the_stale_minutes_reach_the_pipeline_that_builds_the_view():
         assert "--set=stale_after_minutes=${var.stale_after_minutes}" in task["python_wheel_task"]["parameters"]
 
 
-@pytest.mark.parametrize("key", ALERTS)
+def test_the_burn_alerts_page_and_open_tickets_once_per_episode():
+    alerts = _alerts(_bundle())
+    for key, kind, subscriptions in (
+        ("quorumlake_slo_fast_burn", "fast", "${var.alert_subscriptions}"),
+        ("quorumlake_slo_slow_burn", "slow", "${var.ticket_subscriptions}"),
+    ):
+        alert = alerts[key]
+        assert f"kind = '{kind}' AND ended_at IS NULL" in alert["query_text"]
+        evaluation = alert["evaluation"]
+        assert (evaluation["comparison_operator"], evaluation["threshold"]["value"]["double_value"]) == (
+            "GREATER_THAN",
+            0,
+        )
+        # notified when it starts and when it ends, not again while it goes on
+        assert evaluation["notification"] == {"subscriptions": subscriptions, "notify_on_ok": True}
+        assert "pause_status" not in alert["schedule"]  # runs in prod; paused by the dev target
+
+
+@pytest.mark.parametrize("key", ALERTS + BURN_ALERTS)
 def test_every_alert_query_is_spark_sql_over_the_deployment_s_gold(key):
     alert = _alerts(_bundle())[key]
     assert "${var.catalog}.${var.schema_prefix}gold." in alert["query_text"]
@@ -735,11 +760,11 @@ def test_the_dashboard_resource():
     assert (path.parent / resource["file_path"]).resolve() == ROOT / "resources/dashboards/quorumlake.lvdash.json"
 
 
-def test_the_dashboard_has_datasets_and_one_page_of_widgets():
+def test_the_dashboard_has_datasets_and_its_pages_of_widgets():
     dashboard = _dashboard()
     names = [d["name"] for d in dashboard["datasets"]]
     assert len(names) == len(set(names))
-    assert len(dashboard["pages"]) == 1
+    assert [page["name"] for page in dashboard["pages"]] == ["quorum_health", "error_budgets"]
     widget_names = [item["widget"]["name"] for _, item in _widgets()]
     assert len(widget_names) == len(set(widget_names))
     kinds = {item["widget"]["spec"]["widgetType"] for _, item in _widgets() if "spec" in item["widget"]}
@@ -835,16 +860,45 @@ def test_the_dashboard_shows_the_issue_s_views():
         "v_partitions_at_min_isr",
         "metadata_offset_divergence",
         "isr_health",
+        # issue #51: the budget page
+        "slo_budget",
+        "v_slo_burn_episodes",
+        "v_slo_attainment_by_cohort",
     } <= read
 
 
-def test_cluster_and_time_range_filters_cover_the_datasets():
-    datasets = _datasets()
-    filters = {
+def _page_filters(page_name: str) -> dict[str, dict[str, Any]]:
+    return {
         item["widget"]["spec"]["widgetType"]: item["widget"]
-        for _, item in _widgets()
-        if item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")
+        for page, item in _widgets()
+        if page["name"] == page_name and item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")
     }
+
+
+def _page_datasets(page_name: str) -> set[str]:
+    return {
+        query["query"]["datasetName"]
+        for page, item in _widgets()
+        if page["name"] == page_name and not item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")
+        for query in item["widget"].get("queries", [])
+    }
+
+
+def test_the_budget_page_filters_its_cluster_datasets_by_cluster():
+    outputs = {
+        name: set(sqlglot.parse_one(_dataset_sql(d), read="spark").named_selects) for name, d in _datasets().items()
+    }
+    filters = _page_filters("error_budgets")
+    assert set(filters) == {"filter-multi-select"}
+    (widget,) = filters.values()
+    covered = {query["query"]["datasetName"] for query in widget["queries"]}
+    assert covered == {name for name in _page_datasets("error_budgets") if "cluster_id" in outputs[name]}
+    assert covered == {"slo_budget_latest", "slo_budget_days", "slo_burn_episodes"}
+
+
+def test_cluster_and_time_range_filters_cover_the_datasets():
+    datasets = {name: d for name, d in _datasets().items() if name in _page_datasets("quorum_health")}
+    filters = _page_filters("quorum_health")
     assert set(filters) == {"filter-multi-select", "filter-date-range-picker"}
 
     def filtered(widget):

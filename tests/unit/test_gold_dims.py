@@ -9,6 +9,7 @@ from datetime import date, datetime
 from chispa import assert_df_equality
 
 from quorumlake.contract.tables import (
+    GOLD_CLUSTER_COHORTS,
     GOLD_DIM_CLUSTER,
     GOLD_DIM_NODE,
     SILVER_NODE_METRICS,
@@ -63,7 +64,28 @@ def _partitions(spark, *rows):
 def test_a_cluster_row_holds_its_identity_latest_quorum_shape_and_time_span(spark):
     snapshots = _snapshots(spark, ("a", _t(1), None, 1, 3), ("a", _t(2), "kid-1", 2, 5), ("a", _t(3), None, 2, 4))
     rows = build_dim_cluster(snapshots, _partitions(spark, ("a", _t(0))), _metrics(spark, ("a", 1, _t(9), "broker")))
-    assert [tuple(r) for r in rows.collect()] == [("a", "kid-1", 2, 4, _t(3), _t(0), _t(9))]
+    assert [tuple(r) for r in rows.collect()] == [("a", "kid-1", 2, 4, None, None, None, None, _t(3), _t(0), _t(9))]
+
+
+def test_a_cluster_row_takes_version_and_quorum_mode_from_its_latest_cohort_day(spark):
+    cohorts = spark.createDataFrame(
+        [
+            ("a", date(2024, 10, 26), "3.9", "3.9-IV0", 7, 0, "static", _t(1)),
+            ("a", date(2024, 10, 27), "4.1", "4.1-IV1", 27, 1, "dynamic", _t(2)),
+        ],
+        GOLD_CLUSTER_COHORTS.spark_schema,
+    )
+    held = build_dim_cluster(_snapshots(spark, ("a", _t(1), "kid", 2, 3)), cohorts=cohorts)
+    row = held.first()
+    assert (row["kafka_version"], row["metadata_version"], row["kraft_version"], row["quorum_mode"]) == (
+        "4.1",
+        "4.1-IV1",
+        1,
+        "dynamic",
+    )
+    # a later batch without cohort rows keeps what the held row says
+    again = build_dim_cluster(metrics=_metrics(spark, ("a", 1, _t(9), "broker")), existing=held).first()
+    assert (again["kafka_version"], again["quorum_mode"], again["last_seen_at"]) == ("4.1", "dynamic", _t(9))
 
 
 def test_merging_a_batch_with_the_held_rows_equals_one_batch_of_everything(spark):

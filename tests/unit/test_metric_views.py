@@ -73,12 +73,14 @@ def test_every_field_has_bi_metadata_within_the_limits(view):
         assert measure["synonyms"], f"{view.name}.{measure['name']}: no synonyms for natural-language tools"
         fmt = measure["format"]
         assert fmt["type"] in NUMBER_FORMATS and fmt["decimal_places"]["type"] in {"exact", "max", "all"}
-    ratios = [m for m in definition["measures"] if m["name"] == "sli"]
-    assert ratios and all(m["format"]["type"] == "percentage" for m in ratios)
-    # a ratio is re-aggregated from its parts at the query's grain, never averaged
-    for m in ratios:
+    ratios = [m for m in definition["measures"] if m["format"]["type"] == "percentage"]
+    assert ratios, f"{view.name} has no ratio measure"
+    # a ratio is re-aggregated from its parts at the query's grain (a quotient of sums or counts), never averaged
+    for m in definition["measures"]:
         tree = sqlglot.parse_one(m["expr"], read="databricks")
-        assert isinstance(tree, exp.Div) and not list(tree.find_all(exp.Avg))
+        assert not list(tree.find_all(exp.Avg)), f"{view.name}.{m['name']} averages"
+        if m in ratios:
+            assert list(tree.find_all(exp.Div)), f"{view.name}.{m['name']} is shown as a ratio but divides nothing"
 
 
 def test_the_gold_task_creates_the_metric_views_on_unity_catalog_only():
