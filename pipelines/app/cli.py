@@ -16,13 +16,10 @@ from typing import NoReturn
 from quorumlake.contract.tables import LAYERS
 from quorumlake.pipelines.app.lock import Busy
 from quorumlake.pipelines.config import ConfigError
-from quorumlake.pipelines.errors import RuntimeFailure, UsageError, one_line
+from quorumlake.pipelines.errors import EXIT_DEGRADED, RuntimeFailure, UsageError, one_line
 
 EXIT_USAGE = 2
 EXIT_BUSY = 3
-# a run that completed every layer but could not ingest some landing files or quarantined whole silver batches
-# (quorumlake.pipelines.jobs.outcome, which cannot be imported here: it needs PySpark)
-EXIT_DEGRADED = 4
 
 
 class _Parser(argparse.ArgumentParser):

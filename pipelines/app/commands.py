@@ -18,11 +18,10 @@ from datetime import datetime
 from pathlib import Path
 
 from quorumlake.contract.tables import LAYERS
-from quorumlake.pipelines.app.cli import EXIT_DEGRADED
 from quorumlake.pipelines.app.lock import warehouse_lock
 from quorumlake.pipelines.app.output import format_rows, progress_bar, run_summary
 from quorumlake.pipelines.config import Config, build_config, now_ms, typed_settings
-from quorumlake.pipelines.errors import RuntimeFailure, UsageError, one_line
+from quorumlake.pipelines.errors import EXIT_DEGRADED, RuntimeFailure, UsageError, one_line
 from quorumlake.pipelines.progress import Progress, progress
 
 # --- settings and the lakehouse ----------------------------------------------------------------------------------

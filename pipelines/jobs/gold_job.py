@@ -25,7 +25,6 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from quorumlake.contract.keys import constraint_statements
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_CLUSTER_COHORTS,
@@ -56,6 +55,7 @@ from quorumlake.gold.isr import (
     earlier_starts,
     episode_scope,
 )
+from quorumlake.gold.keys import constraint_statements
 from quorumlake.gold.metric_views import metric_view_statements
 from quorumlake.gold.quorum import (
     build_quorum_health,
@@ -114,7 +114,7 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
 
 
 def _add_keys(lakehouse: Lakehouse) -> int:
-    """Add the informational primary and foreign keys of quorumlake.contract.keys that gold's tables lack (Unity
+    """Add the informational primary and foreign keys of quorumlake.gold.keys that gold's tables lack (Unity
     Catalog only); returns how many statements ran."""
     catalog, schema = lakehouse.schema_name("gold").split(".", 1)
     existing = {

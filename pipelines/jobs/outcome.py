@@ -3,7 +3,8 @@
 A run never stops for one bad input: a landing file whose ingestion fails even alone becomes one bronze row whose
 `parse_error` says so, and a silver batch that fails twice is quarantined whole (rule `batch_processable`). Both are
 committed, so the next run does not replay them, and every later layer runs. But both mean data that no table holds
-in its parsed form until someone looks, so the run ends with its own exit code (`EXIT_DEGRADED`) instead of 0.
+in its parsed form until someone looks, so the run ends with its own exit code, 4
+(`quorumlake.pipelines.errors.EXIT_DEGRADED`), instead of 0.
 
 The count is read back from the tables (rows written at or after `since`), not kept in memory: a Databricks job runs
 each layer as a task of its own, and its last task reports what every task of the same job run did
@@ -21,10 +22,6 @@ from pyspark.sql import functions as F
 
 from quorumlake.contract.tables import BRONZE_SOURCES, SILVER_QUARANTINE
 from quorumlake.pipelines.storage import Lakehouse
-
-# A run that completed every layer it was asked for, but quarantined whole silver batches or could not ingest some
-# landing files. Distinct from 1 (a failure around the command), 2 (usage) and 3 (busy).
-EXIT_DEGRADED = 4
 
 # How bronze words the parse_error of a file it could not ingest (quorumlake.pipelines.jobs.bronze_job).
 NOT_INGESTED = "could not be ingested: "

@@ -600,7 +600,7 @@ GOLD_TABLES: tuple[TableSpec, ...] = (
 
 # Dimension tables for BI tools (quorumlake.gold.dims, docs/bi.md): one row per cluster, per node, per day. Their keys
 # are informational PRIMARY KEYs on Unity Catalog, and the fact tables' cluster_id / (cluster_id, node_id) FOREIGN
-# KEYs referencing them (quorumlake.contract.keys); open-source Delta has no such constraints.
+# KEYs referencing them (quorumlake.gold.keys); open-source Delta has no such constraints.
 GOLD_DIM_CLUSTER = TableSpec(
     "gold",
     "dim_cluster",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from quorumlake.pipelines.app import cli
-from quorumlake.pipelines.jobs.outcome import EXIT_DEGRADED
+from quorumlake.pipelines.errors import EXIT_DEGRADED
 from tests import read_back
 
 pytestmark = pytest.mark.usefixtures("spark")

@@ -4,8 +4,8 @@ NULL first) before the foreign keys that need them, and only the constraints a t
 
 from __future__ import annotations
 
-from quorumlake.contract.keys import FOREIGN_KEYS, PRIMARY_KEYS, constraint_statements, primary_key_name
 from quorumlake.contract.tables import GOLD_DIMENSIONS, GOLD_TABLES
+from quorumlake.gold.keys import FOREIGN_KEYS, PRIMARY_KEYS, constraint_statements, primary_key_name
 
 
 def _types(spec) -> dict[str, str]:
