@@ -35,6 +35,7 @@ FLEET_OVERVIEW = ViewSpec(
             "stalled high watermark, a node diverging from the controller, metadata errors, unknown voter "
             "connections or fenced brokers; stale: no quorum snapshot for the configured minutes",
         ),
+        ("status_rank", "Sort key of status, worst first: 1 critical, 2 warn, 3 stale, 4 ok"),
         ("leader_id", "Quorum leader in the latest snapshot"),
         ("leader_epoch", "Leader epoch in the latest snapshot"),
         ("max_follower_lag", "MaxFollowerLag in the latest snapshot (records)"),
@@ -108,8 +109,14 @@ FLEET_OVERVIEW = ViewSpec(
                < current_timestamp() - make_dt_interval(0, 0, {stale_after_minutes}, 0) AS is_stale
       FROM o)
     SELECT
-      cluster_id,
-      as_of,
+      cluster_id, as_of, status,
+      CASE status WHEN 'critical' THEN 1 WHEN 'warn' THEN 2 WHEN 'stale' THEN 3 ELSE 4 END AS status_rank,
+      leader_id, leader_epoch, max_follower_lag, max_follower_lag_time_ms, voters, voters_within_slo,
+      high_watermark_stalled, at_min_isr, under_min_isr, offline, worst_divergence_records, worst_last_applied_lag_ms,
+      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers
+    FROM (
+    SELECT
+      f.*,
       CASE
         WHEN (has_quorum AND (error_code <> 0 OR leader_id IS NULL
                               OR (max_follower_lag_time_ms >= 0 AND voters_within_slo < floor(voters / 2) + 1)))
@@ -123,11 +130,8 @@ FLEET_OVERVIEW = ViewSpec(
              OR coalesce(fenced_brokers, 0) > 0 THEN 'warn'
         WHEN is_stale THEN 'stale'
         ELSE 'ok'
-      END AS status,
-      leader_id, leader_epoch, max_follower_lag, max_follower_lag_time_ms, voters, voters_within_slo,
-      high_watermark_stalled, at_min_isr, under_min_isr, offline, worst_divergence_records, worst_last_applied_lag_ms,
-      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers
-    FROM f
+      END AS status
+    FROM f)
     """,
 )
 
@@ -278,106 +282,6 @@ VIEWS = (
     SLO_BURN_EPISODES,
     SLO_ATTAINMENT_BY_COHORT,
 )
-
-
-@dataclass(frozen=True)
-class MetricViewSpec:
-    """A Unity Catalog metric view (Databricks SQL `CREATE VIEW ... WITH METRICS LANGUAGE YAML`): measures are
-    aggregate expressions over the source's rows, evaluated at whatever grain a query groups by, so a ratio measure
-    re-aggregates correctly in every BI tool. Open-source Spark cannot create one: locally the documented view
-    `gold.v_slo_attainment_daily` (additive counts + roll-up rule in its comments) stands in."""
-
-    name: str
-    yaml: str  # the metric view definition, with {gold.table} placeholders for the source
-
-
-QUORUM_SLO_METRICS = MetricViewSpec(
-    "gold.m_quorum_slo",
-    """\
-version: "1.1"
-comment: >-
-  Quorum SLO attainment over any slice of clusters and time: a quorum snapshot is good when it has a leader and
-  MaxFollowerLagTimeMs is between 0 and the SLO. sli is sum(good) / sum(snapshots) at the query's grain.
-source: {gold.quorum_status}
-dimensions:
-  - name: cluster_id
-    expr: cluster_id
-    comment: Cluster
-  - name: day
-    expr: DATE_TRUNC('DAY', collected_at)
-    comment: UTC day of the snapshot
-  - name: hour
-    expr: DATE_TRUNC('HOUR', collected_at)
-    comment: UTC hour of the snapshot
-  - name: window_start
-    expr: window_start
-    comment: Start of the tumbling window holding the snapshot
-measures:
-  - name: snapshots
-    expr: COUNT(1)
-    comment: Quorum snapshots, error responses included
-  - name: good_snapshots
-    expr: COUNT_IF(is_good)
-    comment: Snapshots with a leader and MaxFollowerLagTimeMs within the SLO
-  - name: sli
-    expr: COUNT_IF(is_good) / COUNT(1)
-    comment: good_snapshots / snapshots over the rows of the query's grain (never an average of ratios)
-  - name: leader_changes
-    expr: SUM(leader_change)
-    comment: Leader epoch increases
-""",
-)
-
-REPLICA_SLO_METRICS = MetricViewSpec(
-    "gold.m_replica_slo",
-    """\
-version: "1.1"
-comment: >-
-  Replica caught-up-lag SLO attainment over any slice of clusters, replicas and time, from the per-window counts of
-  gold.replica_lag_sli: sli is sum(good_snapshots) / sum(snapshots) at the query's grain.
-source: {gold.replica_lag_sli}
-dimensions:
-  - name: cluster_id
-    expr: cluster_id
-    comment: Cluster
-  - name: replica_id
-    expr: replica_id
-    comment: Replica (node) id
-  - name: is_voter
-    expr: is_voter
-    comment: Voter (true) or observer (false)
-  - name: day
-    expr: DATE_TRUNC('DAY', window_start)
-    comment: UTC day of the window
-  - name: window_start
-    expr: window_start
-    comment: Window start
-measures:
-  - name: snapshots
-    expr: SUM(snapshots)
-    comment: Replica snapshots
-  - name: good_snapshots
-    expr: SUM(good_snapshots)
-    comment: Replica snapshots with a known caught-up lag within the SLO
-  - name: sli
-    expr: SUM(good_snapshots) / SUM(snapshots)
-    comment: good_snapshots / snapshots over the rows of the query's grain (never an average of ratios)
-  - name: max_caught_up_lag_ms
-    expr: MAX(max_caught_up_lag_ms)
-    comment: Largest known caught-up lag (ms)
-""",
-)
-
-METRIC_VIEWS = (QUORUM_SLO_METRICS, REPLICA_SLO_METRICS)
-
-
-def metric_view_statements(resolve: Callable[[str], str]) -> list[str]:
-    """CREATE OR REPLACE VIEW ... WITH METRICS statements (Databricks SQL only), names resolved like the views'."""
-    statements = []
-    for view in METRIC_VIEWS:
-        body = resolve_names(view.yaml, resolve)
-        statements.append(f"CREATE OR REPLACE VIEW {resolve(view.name)} WITH METRICS LANGUAGE YAML AS $$\n{body}$$")
-    return statements
 
 
 def view_statements(resolve: Callable[[str], str], settings: dict[str, object]) -> list[str]:

@@ -38,6 +38,10 @@ class Config:
     # `files`: Spark's open-source file source; `autoloader`: Databricks' cloudFiles. Same code path otherwise.
     ingest_mode: str = "files"
     max_files_per_trigger: int = 1000
+    # Auto Loader only: delete a landing file this many days after bronze ingested it (cloudFiles.cleanSource,
+    # quorumlake.pipelines.storage.autoloader); 0 keeps every landing file. Set only by the deployment that owns the
+    # landing volume.
+    landing_retention_days: int = 0
     # A landing folder in which nothing changed for this many minutes is settled: later runs check only its
     # modification time instead of listing its files again (0: list every file on every run).
     landing_settle_minutes: int = 60
@@ -169,6 +173,7 @@ class Config:
             "stale_after_minutes",
             "small_run_bytes",
             "landing_settle_minutes",
+            "landing_retention_days",
         ):
             if int(getattr(self, name)) < 0:
                 raise ConfigError(f"{name} must not be negative")

@@ -598,6 +598,71 @@ GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_CLUSTER_COHORTS,
 )
 
+# Dimension tables for BI tools (quorumlake.gold.dims, docs/bi.md): one row per cluster, per node, per day. Their keys
+# are informational PRIMARY KEYs on Unity Catalog, and the fact tables' cluster_id / (cluster_id, node_id) FOREIGN
+# KEYs referencing them (quorumlake.gold.keys); open-source Delta has no such constraints.
+GOLD_DIM_CLUSTER = TableSpec(
+    "gold",
+    "dim_cluster",
+    (
+        ("cluster_id", "STRING", "Cluster (the fleet's name for it; the key every gold table joins on)"),
+        ("kafka_cluster_id", "STRING", "Kafka's ClusterId as kafka-metadata-quorum --status last printed it"),
+        (
+            "describe_quorum_api_version",
+            "INT",
+            "Highest DescribeQuorum version the cluster answered (2 and up: KIP-853 voter endpoints and directory ids)",
+        ),
+        ("voters", "INT", "Voters in the latest quorum snapshot"),
+        ("kafka_version", "STRING", "Kafka version on the latest day gold.cluster_cohorts has for the cluster"),
+        ("metadata_version", "STRING", "Finalized metadata.version on that day"),
+        ("kraft_version", "INT", "Finalized kraft.version on that day (0: static voters, 1: dynamic)"),
+        ("quorum_mode", "STRING", "static or dynamic (KIP-853) on that day; NULL when unknown"),
+        ("last_quorum_snapshot_at", _TS, "Capture time of the latest quorum snapshot"),
+        ("first_seen_at", _TS, "Earliest capture of any kind (quorum, partitions, metrics)"),
+        ("last_seen_at", _TS, "Latest capture of any kind"),
+    ),
+    ("cluster_id",),
+    "One row per cluster: identity, quorum shape, and the time span of its data",
+    clustering=("cluster_id",),
+)
+GOLD_DIM_NODE = TableSpec(
+    "gold",
+    "dim_node",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("node_id", "INT", "Node id (broker.id / node.id; a quorum replica id)"),
+        ("node_role", "STRING", "controller, broker or combined, from the node's latest scrape that tells"),
+        ("role_seen_at", _TS, "Scrape that node_role comes from"),
+        ("is_voter", "BOOLEAN", "A voter (true) or observer (false) in the latest quorum snapshot listing it"),
+        ("voter_seen_at", _TS, "Quorum snapshot that is_voter comes from"),
+        ("first_seen_at", _TS, "Earliest quorum snapshot or scrape with this node"),
+        ("last_seen_at", _TS, "Latest quorum snapshot or scrape with this node"),
+    ),
+    ("cluster_id", "node_id"),
+    "One row per node of a cluster: role, quorum membership, and the time span of its data",
+    clustering=("cluster_id", "node_id"),
+)
+GOLD_DIM_DATE = TableSpec(
+    "gold",
+    "dim_date",
+    (
+        ("date", "DATE", "UTC calendar day"),
+        ("year", "INT", "Year"),
+        ("quarter", "INT", "Quarter (1-4)"),
+        ("month", "INT", "Month (1-12)"),
+        ("month_name", "STRING", "Month name (English)"),
+        ("day_of_month", "INT", "Day of the month"),
+        ("day_of_week", "INT", "ISO day of the week: Monday = 1 ... Sunday = 7"),
+        ("day_name", "STRING", "Day name (English)"),
+        ("iso_week", "INT", "ISO 8601 week of the year"),
+        ("is_weekend", "BOOLEAN", "Saturday or Sunday"),
+    ),
+    ("date",),
+    "One row per UTC day from the first to the last day with data, without gaps (a calendar for BI date slicers)",
+    clustering=("date",),
+)
+GOLD_DIMENSIONS: tuple[TableSpec, ...] = (GOLD_DIM_CLUSTER, GOLD_DIM_NODE, GOLD_DIM_DATE)
+
 ALL_TABLES: tuple[TableSpec, ...] = (
     BRONZE_QUORUM_RAW,
     BRONZE_METRICS_RAW,
@@ -611,6 +676,7 @@ ALL_TABLES: tuple[TableSpec, ...] = (
     SILVER_QUARANTINE,
     SILVER_DQ_VALIDATIONS,
     *GOLD_TABLES,
+    *GOLD_DIMENSIONS,
 )
 # The medallion layers in run order; each is a schema of the lakehouse holding its tables.
 LAYERS: tuple[str, ...] = tuple(dict.fromkeys(spec.schema for spec in ALL_TABLES))

@@ -239,12 +239,20 @@ def test_dashboard_queries_run_on_the_demo_warehouse(spark, fleet):
         (Path(__file__).parents[2] / "resources" / "dashboards" / "quorumlake.lvdash.json").read_text()
     )
     assert cli.main(["sql", "SELECT 1", "--warehouse", str(fleet / "warehouse")]) == 0  # registers tables and views
-    for dataset in dashboard["datasets"]:
-        query = "".join(dataset.get("queryLines") or [dataset.get("query", "")])
-        rows = spark.sql(query).collect()
+    # the deployed dashboard names gold objects without a schema (dataset_schema sets the target's gold)
+    current = spark.catalog.currentDatabase()
+    spark.catalog.setCurrentDatabase("gold")
+    try:
+        results = {}
+        for dataset in dashboard["datasets"]:
+            query = "".join(dataset.get("queryLines") or [dataset.get("query", "")])
+            results[dataset["name"]] = (query, spark.sql(query).collect())
+    finally:
+        spark.catalog.setCurrentDatabase(current)
+    for name, (query, rows) in results.items():
         # every fault of the demo fleet has recovered by its end, so no partition is at min ISR *now*
         if "v_partitions_at_min_isr" not in query:
-            assert rows, f"dashboard dataset {dataset['name']} returned no rows on the demo fleet"
+            assert rows, f"dashboard dataset {name} returned no rows on the demo fleet"
 
 
 def test_maintenance_optimizes_every_table_and_vacuums_those_with_files_past_the_retention(spark, fleet, capsys):
@@ -404,7 +412,7 @@ def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, flee
     day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(snapshots)."""
     import yaml
 
-    from quorumlake.gold.views import METRIC_VIEWS
+    from quorumlake.gold.metric_views import METRIC_VIEWS
 
     _fresh_views(fleet, tmp_path)
 

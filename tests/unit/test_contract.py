@@ -16,6 +16,7 @@ from quorumlake.bronze.raw import BINARY_FILE_SCHEMA, FORMATS, build_raw_records
 from quorumlake.contract import tables as t
 from quorumlake.gold.cohorts import build_cluster_cohorts
 from quorumlake.gold.controller import build_controller_health
+from quorumlake.gold.dims import build_dim_cluster, build_dim_date, build_dim_node
 from quorumlake.gold.divergence import build_metadata_offset_divergence
 from quorumlake.gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
 from quorumlake.gold.quorum import build_quorum_health, build_quorum_status
@@ -96,6 +97,19 @@ def _outputs(spark) -> list[tuple[str, t.TableSpec, DataFrame]]:
             t.GOLD_CLUSTER_COHORTS,
             build_cluster_cohorts(e(t.SILVER_QUORUM_SNAPSHOTS), e(t.SILVER_REPLICA_STATES)),
         ),
+        (
+            "build_dim_cluster",
+            t.GOLD_DIM_CLUSTER,
+            build_dim_cluster(
+                e(t.SILVER_QUORUM_SNAPSHOTS),
+                silver_partitions,
+                silver_metrics,
+                e(t.GOLD_DIM_CLUSTER),
+                e(t.GOLD_CLUSTER_COHORTS),
+            ),
+        ),
+        ("build_dim_node", t.GOLD_DIM_NODE, build_dim_node(e(t.SILVER_REPLICA_STATES), silver_metrics)),
+        ("build_dim_date", t.GOLD_DIM_DATE, build_dim_date(spark.createDataFrame([], "date DATE"))),
     ]
 
 
@@ -142,4 +156,4 @@ def test_every_landing_source_has_a_bronze_table():
 def test_a_gold_table_is_built_by_the_builder_of_its_name(outputs):
     """`gold.<name>` is built by `build_<name>` (how the README tells a reader to find a table's builder)."""
     gold = {spec.name: name for name, (spec, _) in outputs.items() if spec.schema == "gold"}
-    assert gold == {spec.name: f"build_{spec.table}" for spec in t.GOLD_TABLES}
+    assert gold == {spec.name: f"build_{spec.table}" for spec in (*t.GOLD_TABLES, *t.GOLD_DIMENSIONS)}
