@@ -85,12 +85,10 @@ class Bounds:
         return Bounds(column, self.lo_us, self.hi_us, self.clusters, self.or_null)
 
 
-def outside(
-    bounds: Bounds, records: int | None, nulls: int | None, low: datetime | None, high: datetime | None
-) -> bool:
+def outside(bounds: Bounds, records: int | None, nulls: int | None, low: object | None, high: object | None) -> bool:
     """Whether a data file certainly holds no row within `bounds`, by the statistics Delta keeps of it: its row count,
     and its time column's null count, minimum and maximum (kept to the millisecond: the maximum is widened by one).
-    Unknown statistics: not outside."""
+    Unknown statistics, or those of a column that is not a TIMESTAMP (a DATE, say): not outside."""
     if records is None:
         return False
     if records == 0:
@@ -99,10 +97,15 @@ def outside(
         return False  # a row without a time would be within
     if low is None or high is None:  # no statistics, or (when every value is NULL) no time within any bounds
         return nulls is not None and nulls == records
-    if low.tzinfo is None or high.tzinfo is None:  # not a TIMESTAMP column's statistics
+    if not _instant(low) or not _instant(high):
         return False
     low_us, high_us = _micros(low), _micros(high) + 999
     return (bounds.lo_us is not None and high_us < bounds.lo_us) or (bounds.hi_us is not None and low_us > bounds.hi_us)
+
+
+def _instant(value: object) -> bool:
+    """A TIMESTAMP column's statistic: a datetime with its zone (a DATE's is a `date`, a TIMESTAMP_NTZ's is naive)."""
+    return isinstance(value, datetime) and value.tzinfo is not None
 
 
 def _micros(moment: datetime) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from quorumlake.contract.tables import BRONZE_QUORUM_RAW
 from quorumlake.pipelines.engine.session import LOCAL_CHECKPOINTS, release_all
 from quorumlake.pipelines.storage import PARQUET_TO_LANDING, Bounds, Lakehouse
+from quorumlake.pipelines.storage.bounds import outside
 from tests.frames import assert_frames_equal
 from tests.helpers import checkpointed_rdd
 
@@ -29,6 +30,19 @@ def _raw(spark, rows):
         for rid, cluster in rows
     ]
     return spark.createDataFrame(full, BRONZE_QUORUM_RAW.spark_schema)
+
+
+def test_a_file_is_outside_bounds_only_by_a_timestamp_column_s_statistics():
+    t0_us = int(T0.timestamp() * 1_000_000)
+    later = Bounds("collected_at", t0_us + 1000, None)
+    assert outside(later, 3, 0, T0, T0)  # kept to the millisecond: its maximum is T0 + 999 us
+    assert not outside(Bounds("collected_at", t0_us + 999, None), 3, 0, T0, T0)
+    assert outside(later, 0, None, None, None)  # no rows
+    assert not outside(later, None, None, None, None)  # no statistics
+    # a DATE column's statistics (gold.slo_budget's `day`) or a zone-less timestamp's say nothing here
+    assert not outside(Bounds("day", t0_us + 86_400_000_000, None), 14, 0, date(2024, 10, 27), date(2024, 10, 27))
+    naive = T0.replace(tzinfo=None)
+    assert not outside(later, 3, 0, naive, naive)
 
 
 def test_bounds_keep_rows_without_a_cluster(spark):
