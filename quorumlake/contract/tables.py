@@ -181,6 +181,12 @@ SILVER_REPLICA_STATES = TableSpec(
         ("is_voter", "BOOLEAN", "True for voters (currentVoters), false for observers"),
         ("position", "INT", "0-based position in the response's voter or observer list (tie rule of MaxFollowerLag)"),
         ("replica_directory_id", "STRING", "Directory id (v2+); NULL if absent or all-zero"),
+        (
+            "endpoints",
+            "ARRAY<STRING>",
+            "Voter's listener endpoints as NAME://host:port (DescribeQuorum v2 nodes, --status CurrentVoters); "
+            "NULL when unknown, and for observers",
+        ),
         ("role", "STRING", "leader, follower or observer"),
         ("log_end_offset", "BIGINT", "Replica's log end offset as the leader knows it; NULL if unknown (-1)"),
         ("last_fetch_at", _TS, "Leader-clock time of the replica's last fetch; NULL if unknown"),
@@ -363,6 +369,12 @@ GOLD_REPLICA_LAG_SLI = TableSpec(
         ("max_fetch_age_ms", "BIGINT", "Largest known time since the last fetch (ms)"),
         ("good_snapshots", "BIGINT", "Snapshots with a known caught-up lag within the SLO"),
         ("sli", "DOUBLE", "good_snapshots / snapshots"),
+        (
+            "is_removed_voter",
+            "BOOLEAN",
+            "An observer row of a voter that was removed from the quorum (still listed as an observer): a "
+            "decommissioned voter, not a failing observer",
+        ),
     ),
     ("cluster_id", "replica_id", "is_voter", "window_start"),
     "Replica lag SLI per replica per window",
@@ -490,6 +502,116 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
     clustering=("cluster_id", "window_start"),
 )
 
+GOLD_QUORUM_MEMBERSHIP = TableSpec(
+    "gold",
+    "quorum_membership",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("node_id", "INT", "Node (replica) id"),
+        ("role", "STRING", "voter or observer"),
+        ("valid_from", _TS, "Time of the first quorum snapshot of the stretch"),
+        (
+            "valid_to",
+            _TS,
+            "Time of the first quorum snapshot that no longer shows the node in this role with this directory id; "
+            "NULL while current",
+        ),
+        ("directory_id", "STRING", "The node's directory id during the stretch (KIP-853); NULL when unknown"),
+        (
+            "endpoints",
+            "ARRAY<STRING>",
+            "Listener endpoints as NAME://host:port (DescribeQuorum v2 nodes, --status CurrentVoters), the latest "
+            "known in the stretch; NULL when unknown (observers never have them)",
+        ),
+        ("snapshots", "BIGINT", "Quorum snapshots of the stretch"),
+        (
+            "is_removed_voter",
+            "BOOLEAN",
+            "An observer stretch that directly follows a voter stretch of the node: a removed voter Kafka still "
+            "lists as an observer",
+        ),
+        ("last_seen_at", _TS, "Time of the stretch's last snapshot"),
+    ),
+    ("cluster_id", "node_id", "role", "valid_from"),
+    "Quorum membership ledger: one row per stretch of snapshots in which a node held one role with one directory id",
+    clustering=("cluster_id", "valid_from"),
+)
+GOLD_QUORUM_EVENTS = TableSpec(
+    "gold",
+    "quorum_events",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("event_at", _TS, "Time of the first quorum snapshot that shows the change"),
+        (
+            "event",
+            "STRING",
+            "voter_added, voter_removed, observer_joined, observer_left, leader_elected or directory_changed",
+        ),
+        ("node_id", "INT", "The node the event is about (the new leader for leader_elected)"),
+        ("leader_epoch", "INT", "The new leader epoch (leader_elected); else the snapshot's epoch when known"),
+        ("previous_at", _TS, "Time of the snapshot before the change that the event compares with"),
+        ("detail", "STRING", "What changed, in words"),
+    ),
+    ("cluster_id", "event_at", "event", "node_id"),
+    "Quorum membership and leadership events: voters added and removed, observers joining and leaving, elections",
+    clustering=("cluster_id", "event_at"),
+)
+GOLD_INCIDENTS = TableSpec(
+    "gold",
+    "incidents",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("incident_id", "STRING", "Incident id: its start time, yyyyMMddTHHmmss.SSSZ (unique within the cluster)"),
+        ("started_at", _TS, "Time of the incident's first anomaly"),
+        ("ended_at", _TS, "When the last of its anomalies cleared; NULL while open"),
+        (
+            "severity",
+            "STRING",
+            "critical (a partition offline or under min ISR, or the quorum without a leader) or warn",
+        ),
+        (
+            "trigger",
+            "STRING",
+            "Kind of the first anomaly: broker_down, broker_fenced, controller_down, voter_lagging, leader_election, "
+            "hw_stalled, partitions_at_min_isr, partitions_under_min_isr, partitions_offline, metadata_divergence",
+        ),
+        ("trigger_node_id", "INT", "Node of the first anomaly; NULL when it concerns no single node"),
+        ("nodes", "ARRAY<INT>", "Nodes involved in the incident's anomalies (sorted)"),
+        ("max_partitions_at_min_isr", "INT", "Most partitions at min ISR in one partition snapshot of the incident"),
+        ("max_partitions_under_min_isr", "INT", "Most partitions under min ISR in one partition snapshot"),
+        ("max_partitions_offline", "INT", "Most offline partitions in one partition snapshot"),
+        ("summary", "STRING", "One line a person reads: what happened, to whom, for how long"),
+        ("anomalies", "BIGINT", "Anomalies joined into the incident (rows of gold.incident_events)"),
+        ("last_anomaly_at", _TS, "Start of its latest anomaly"),
+        ("duration_ms", "BIGINT", "ended_at - started_at, or while open the cluster's latest observation - started_at"),
+    ),
+    ("cluster_id", "incident_id"),
+    "Incidents: a cluster's anomalies (quorum, broker, partition, metadata) that overlap or follow each other within "
+    "the grace period, joined into one",
+    properties=(("delta.enableChangeDataFeed", "true"),),
+    clustering=("cluster_id", "started_at"),
+)
+GOLD_INCIDENT_EVENTS = TableSpec(
+    "gold",
+    "incident_events",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("incident_id", "STRING", "The incident (gold.incidents) it joined"),
+        ("event_at", _TS, "First observation of the anomaly"),
+        ("kind", "STRING", "Anomaly kind (as gold.incidents.trigger)"),
+        ("node_id", "INT", "Node concerned; NULL when none"),
+        ("topic", "STRING", "Topic, for a partition anomaly"),
+        ("partition", "INT", "Partition, for a partition anomaly"),
+        ("ended_at", _TS, "First observation without the anomaly; NULL while ongoing; event_at for a single event"),
+        ("observations", "BIGINT", "Observations (snapshots, scrapes) that showed the anomaly"),
+        ("peak", "DOUBLE", "Worst value seen: lag (ms), divergence (records), stall (ms), or 1 for a yes/no kind"),
+        ("detail", "STRING", "What was seen, in words"),
+    ),
+    ("cluster_id", "incident_id", "event_at", "kind", "node_id", "topic", "partition"),
+    "The anomalies joined into each incident, with their start and end, for timelines",
+    clustering=("cluster_id", "event_at"),
+)
+
 GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_QUORUM_STATUS,
     GOLD_QUORUM_HEALTH,
@@ -499,6 +621,10 @@ GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_CONTROLLER_HEALTH,
+    GOLD_QUORUM_MEMBERSHIP,
+    GOLD_QUORUM_EVENTS,
+    GOLD_INCIDENTS,
+    GOLD_INCIDENT_EVENTS,
 )
 
 ALL_TABLES: tuple[TableSpec, ...] = (
