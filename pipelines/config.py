@@ -91,6 +91,12 @@ class Config:
     # Fleet overview: a cluster with no new quorum snapshot for this many minutes (by the query's clock) is `stale`;
     # 0 turns the check off (e.g. to look at a replayed or simulated history).
     stale_after_minutes: int = 15
+    # Incidents: an anomaly that starts within this many minutes after the last one of an incident has cleared joins
+    # it (0: only overlapping anomalies join).
+    incident_grace_minutes: int = 2
+    # Incidents: a voter that has not fetched from the leader for longer than this is down (`controller_down`); the
+    # default is Kafka's controller.quorum.fetch.timeout.ms, after which a follower itself would start an election.
+    voter_fetch_timeout_ms: int = 2000
     # min.insync.replicas for kafka-topics captures whose topic does not configure it (Kafka's default is 1).
     default_min_isr: int = 1
     # Testing hook of the crash harness (tests/e2e/test_crash.py): the run kills itself with SIGKILL when it reaches
@@ -164,6 +170,8 @@ class Config:
             "divergence_tolerance_ms",
             "future_skew_ms",
             "stale_after_minutes",
+            "incident_grace_minutes",
+            "voter_fetch_timeout_ms",
             "small_run_bytes",
             "landing_settle_minutes",
         ):
