@@ -12,7 +12,10 @@ re-opens exactly the windows and episodes it touches.
 - partition states -> gold.isr_health and gold.isr_health_by_topic per snapshot, gold.at_min_isr_episodes per
   partition from the start of the episode the earliest change falls in;
 - node metrics -> gold.metadata_offset_divergence for the scrapes within the pairing tolerance of the changes, and
-  gold.controller_health for the node windows the changes fall in.
+  gold.controller_health for the node windows the changes fall in;
+- replica states -> gold.quorum_membership and its events, quorum snapshots -> the leader_elected events of
+  gold.quorum_events, and any change -> gold.incidents and gold.incident_events (`incidents_job`: membership before
+  the replica lag SLI, which marks removed voters from it; incidents last, from the other gold tables).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from quorumlake.contract.tables import (
     GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_QUORUM_HEALTH,
+    GOLD_QUORUM_MEMBERSHIP,
     GOLD_QUORUM_STATUS,
     GOLD_REPLICA_LAG_SLI,
     GOLD_TABLES,
@@ -46,6 +50,7 @@ from quorumlake.gold.isr import (
     earlier_starts,
     episode_scope,
 )
+from quorumlake.gold.membership import mark_removed_voters
 from quorumlake.gold.quorum import (
     build_quorum_health,
     build_quorum_status,
@@ -56,6 +61,7 @@ from quorumlake.gold.quorum import (
 from quorumlake.gold.replicas import build_replica_lag_sli
 from quorumlake.gold.views import view_statements
 from quorumlake.pipelines.engine.session import cached, release
+from quorumlake.pipelines.jobs import incidents_job
 from quorumlake.pipelines.jobs.faults import reached
 from quorumlake.pipelines.progress import Progress
 from quorumlake.pipelines.storage import Bounds, Lakehouse
@@ -110,7 +116,10 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
         if snapshots is not None or replicas is not None:
             keys = [b.select("cluster_id", "collected_at") for b in (snapshots, replicas) if b is not None]
             steps.append(("quorum status and health", lambda: _quorum(lakehouse, _union(keys).distinct())))
+        if snapshots is not None:
+            steps.append(("leader elections", lambda: incidents_job.leader_events(lakehouse, _keys(snapshots, *KEY))))
         if replicas is not None:
+            steps.append(("quorum membership", lambda: incidents_job.membership(lakehouse, _keys(replicas, *KEY))))
             steps.append(("replica lag SLI", lambda: _replicas(lakehouse, replicas)))
         if SILVER_PARTITION_STATES.name in changed:
             steps.append(
@@ -120,6 +129,7 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             metrics = changed[SILVER_NODE_METRICS.name]
             steps.append(("metadata offset divergence", lambda: _divergence(lakehouse, metrics)))
             steps.append(("controller health", lambda: _controller_health(lakehouse, metrics)))
+        steps.append(("incidents", lambda: incidents_job.incidents(lakehouse, changed)))
         for what, step in steps:
             started = time.monotonic()
             step()
@@ -129,6 +139,9 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
     for batch in changed.values():
         release(batch)
     return written
+
+
+KEY = ("cluster_id", "collected_at")
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -261,6 +274,9 @@ def _replicas(lakehouse: Lakehouse, batch: DataFrame) -> None:
         .join(windows, ["cluster_id", "window_start"], "left_semi")
         .drop("window_start")
     )
+    # observer rows of a removed voter that Kafka still lists are marked from the membership ledger
+    stretches = lakehouse.read(GOLD_QUORUM_MEMBERSHIP).where(Bounds("valid_from", clusters=bounds.clusters).sql())
+    rows = mark_removed_voters(rows, stretches)
     sli = build_replica_lag_sli(rows, slo_ms=config.replica_caught_up_slo_ms, window_minutes=config.window_minutes)
     lakehouse.replace_groups(GOLD_REPLICA_LAG_SLI, sli, windows, bounds)
     release(windows)
