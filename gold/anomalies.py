@@ -14,7 +14,8 @@ Kinds and sources:
 - `broker_fenced`: silver.node_metrics, the active controller's `controller_fenced_broker_count` above 0 (the count
   names no broker: node_id NULL).
 - `controller_down`: silver.replica_states. A voter, not the leader, that has not fetched from the leader for longer
-  than `voter_fetch_timeout_ms`, or never since the leader was elected (its fetch time unknown).
+  than `voter_fetch_timeout_ms`, or never since the leader was elected (its fetch time unknown while the snapshot
+  carries the fetch times of other replicas; DescribeQuorum v0 carries none).
 - `voter_lagging`: a voter that is fetching but whose caught-up lag is above the replica SLO.
 - `leader_election`: gold.quorum_events `leader_elected` (single events, node_id the new leader), and runs of quorum
   snapshots without a leader (node_id NULL; these make an incident critical).
@@ -123,15 +124,21 @@ def broker_fenced(metrics: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 
 def _voters(replicas: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(snapshot times, the followers' rows with `_timed`: whether the snapshot carries fetch times at all, which
+    DescribeQuorum v0 and the 3.3-3.5 CLI do not)."""
     rows = replicas.withColumnRenamed("collected_at", "at")
     times = rows.select("cluster_id", "at").distinct()
-    return times, rows.where(F.col("is_voter") & (F.col("role") != "leader"))
+    others = rows.where(F.col("role") != "leader")
+    timed = F.max(F.col("fetch_age_ms").isNotNull()).over(Window.partitionBy("cluster_id", "at"))
+    return times, others.withColumn("_timed", timed).where(F.col("is_voter"))
 
 
 def controller_down(replicas: DataFrame, fetch_timeout_ms: int) -> tuple[DataFrame, DataFrame]:
     """From silver.replica_states rows (cluster_id, collected_at, replica_id, is_voter, role, fetch_age_ms)."""
     times, followers = _voters(replicas)
-    down = followers.where(F.col("fetch_age_ms").isNull() | (F.col("fetch_age_ms") > fetch_timeout_ms))
+    down = followers.where(
+        (F.col("fetch_age_ms").isNull() & F.col("_timed")) | (F.col("fetch_age_ms") > fetch_timeout_ms)
+    )
     detail = F.when(
         F.col("fetch_age_ms").isNull(), _text("voter ", _n("replica_id"), " has not fetched since the election")
     ).otherwise(_text("voter ", _n("replica_id"), " last fetched ", _n("fetch_age_ms"), " ms before"))

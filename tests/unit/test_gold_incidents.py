@@ -131,11 +131,20 @@ def test_controller_down_and_voter_lagging(spark):
 
 def test_a_voter_that_never_fetched_from_the_new_leader_is_down(spark):
     frame = spark.createDataFrame(
-        [("c", t(0), 2, True, "leader", 0, 0), ("c", t(0), 1, True, "follower", None, None)], REPLICAS
+        [
+            ("c", t(0), 2, True, "leader", 0, 0),
+            ("c", t(0), 1, True, "follower", None, None),
+            ("c", t(0), 3, True, "follower", 300, 300),
+            # DescribeQuorum v0: no fetch times at all, nothing is known to be down
+            ("v0", t(0), 2, True, "leader", 0, 0),
+            ("v0", t(0), 1, True, "follower", None, None),
+            ("v0", t(0), 4, False, "observer", None, None),
+        ],
+        REPLICAS,
     )
     got = episodes(*controller_down(frame, 2000))
-    assert [(r.node_id, r.ended_at, r.detail) for r in got.collect()] == [
-        (1, None, "voter 1 has not fetched since the election")
+    assert [(r.cluster_id, r.node_id, r.ended_at, r.detail) for r in got.collect()] == [
+        ("c", 1, None, "voter 1 has not fetched since the election")
     ]
 
 
