@@ -235,14 +235,29 @@ def metadata_divergence(divergence: DataFrame, warn_records: int, lag_warn_ms: i
 def episodes(times: DataFrame, anomalies: DataFrame) -> DataFrame:
     """Runs of each series' anomalous observations among its source's observations (`times`: cluster_id, at, and
     node_id when each node is a series of its own), as EPISODE_COLUMNS rows."""
-    by_node = "node_id" in times.columns
-    scope = ["cluster_id", "node_id"] if by_node else ["cluster_id"]
-    indexed_times = times.distinct().withColumn("_i", F.row_number().over(Window.partitionBy(*scope).orderBy("at")))
-    indexed = anomalies.join(indexed_times, [*scope, "at"])
-    run = F.col("_i") - F.row_number().over(Window.partitionBy(*SERIES).orderBy("_i"))
+    return _episodes_of([("source", times, anomalies)])
+
+
+def _episodes_of(sources: list[tuple[str, DataFrame, DataFrame]]) -> DataFrame:
+    """`episodes` of several sources in one pass (one set of shuffles for all of them, not one per source): each
+    source's times and anomalies are tagged with its name and, for sources whose nodes each have their own times,
+    the node (`_scope`; -1 otherwise)."""
+    all_times, all_anomalies = None, None
+    for name, times, anomalies in sources:
+        by_node = "node_id" in times.columns
+        scope = F.col("node_id") if by_node else F.lit(-1)
+        t = times.select("cluster_id", F.lit(name).alias("_source"), scope.cast("int").alias("_scope"), "at")
+        a = anomalies.select(*ANOMALY_COLUMNS, F.lit(name).alias("_source"), scope.cast("int").alias("_scope"))
+        all_times = t if all_times is None else all_times.unionByName(t)
+        all_anomalies = a if all_anomalies is None else all_anomalies.unionByName(a)
+    key = ["cluster_id", "_source", "_scope"]
+    indexed_times = all_times.distinct().withColumn("_i", F.row_number().over(Window.partitionBy(*key).orderBy("at")))
+    indexed = all_anomalies.join(indexed_times, [*key, "at"])
+    series = [*SERIES, "_source", "_scope"]
+    run = F.col("_i") - F.row_number().over(Window.partitionBy(*series).orderBy("_i"))
     grouped = (
         indexed.withColumn("_run", run)
-        .groupBy(*SERIES, "_run")
+        .groupBy(*series, "_run")
         .agg(
             F.min("at").alias("event_at"),
             F.max("_i").alias("_last"),
@@ -251,8 +266,8 @@ def episodes(times: DataFrame, anomalies: DataFrame) -> DataFrame:
             F.max_by("detail", F.struct(F.coalesce("value", F.lit(float("-inf"))), "at")).alias("detail"),
         )
     )
-    ends = indexed_times.select(*scope, (F.col("_i") - 1).alias("_last"), F.col("at").alias("ended_at"))
-    return grouped.join(ends, [*scope, "_last"], "left").select(*EPISODE_COLUMNS[:-1], _critical().alias("critical"))
+    ends = indexed_times.select(*key, (F.col("_i") - 1).alias("_last"), F.col("at").alias("ended_at"))
+    return grouped.join(ends, [*key, "_last"], "left").select(*EPISODE_COLUMNS[:-1], _critical().alias("critical"))
 
 
 def _single(anomalies: DataFrame) -> DataFrame:
@@ -287,22 +302,24 @@ def build_episodes(
 ) -> DataFrame | None:
     """Every anomaly episode of the given sources (each from some time on, the same for all of a cluster), as
     EPISODE_COLUMNS rows; None when no source is given."""
-    parts: list[DataFrame] = []
+    sources: list[tuple[str, DataFrame, DataFrame]] = []
+    singles: list[DataFrame] = []
     if partitions is not None:
-        parts += [episodes(*broker_down(partitions)), episodes(*partition_status(partitions))]
+        sources += [("broker_down", *broker_down(partitions)), ("partitions", *partition_status(partitions))]
     if replicas is not None:
-        parts += [
-            episodes(*controller_down(replicas, fetch_timeout_ms)),
-            episodes(*voter_lagging(replicas, fetch_timeout_ms, slo_ms)),
+        sources += [
+            ("controller_down", *controller_down(replicas, fetch_timeout_ms)),
+            ("voter_lagging", *voter_lagging(replicas, fetch_timeout_ms, slo_ms)),
         ]
     if metrics is not None:
-        parts.append(episodes(*broker_fenced(metrics)))
+        sources.append(("broker_fenced", *broker_fenced(metrics)))
     if status is not None:
-        parts += [episodes(*leaderless(status)), episodes(*hw_stalled(status))]
+        sources += [("leaderless", *leaderless(status)), ("hw_stalled", *hw_stalled(status))]
     if events is not None:
-        parts.append(elections(events))
+        singles.append(elections(events))
     if divergence is not None:
-        parts.append(episodes(*metadata_divergence(divergence, warn_records, lag_warn_ms)))
+        sources.append(("metadata_divergence", *metadata_divergence(divergence, warn_records, lag_warn_ms)))
+    parts = ([_episodes_of(sources)] if sources else []) + singles
     if not parts:
         return None
     out = parts[0]
