@@ -79,6 +79,7 @@ def build_incidents(grouped: DataFrame, isr_health: DataFrame, latest: DataFrame
         F.min("event_at").alias("started_at"),
         F.when(F.count_if(F.col("ended_at").isNull()) == 0, F.max("ended_at")).alias("ended_at"),
         F.when(F.bool_or("critical"), "critical").otherwise("warn").alias("severity"),
+        F.min(F.when(F.col("critical"), F.col("event_at"))).alias("critical_at"),
         first.alias("_first"),
         F.array_sort(F.collect_set("node_id")).alias("nodes"),
         F.count(F.lit(1)).cast("bigint").alias("anomalies"),

@@ -56,6 +56,9 @@ FLEET_OVERVIEW = ViewSpec(
         ("unknown_voter_connections", "Most unknown voter connections a node reported in its latest window"),
         ("metadata_errors", "Largest metadata error count a node reported in its latest window"),
         ("fenced_brokers", "Most fenced brokers a controller reported in its latest window"),
+        ("open_incidents", "Incidents of the cluster still open (gold.incidents without ended_at)"),
+        ("latest_incident_at", "Start of the cluster's latest incident"),
+        ("latest_incident", "Severity and one-line summary of the cluster's latest incident"),
     ),
     """
     WITH q AS (
@@ -84,6 +87,11 @@ FLEET_OVERVIEW = ViewSpec(
             FROM {gold.controller_health})
       WHERE n = 1 AND last_scraped_at >= cluster_scraped_at - make_dt_interval(0, 0, {window_minutes}, 0)
       GROUP BY cluster_id),
+    inc AS (
+      SELECT cluster_id, CAST(count_if(ended_at IS NULL) AS INT) AS open_incidents,
+             max(started_at) AS latest_incident_at,
+             max_by(concat(severity, ': ', summary), started_at) AS latest_incident
+      FROM {gold.incidents} GROUP BY cluster_id),
     c AS (SELECT cluster_id FROM q UNION SELECT cluster_id FROM i UNION SELECT cluster_id FROM d
           UNION SELECT cluster_id FROM ch),
     o AS (
@@ -95,13 +103,15 @@ FLEET_OVERVIEW = ViewSpec(
         q.error_code, q.is_good, q.leader_id, q.leader_epoch, q.max_follower_lag, q.max_follower_lag_time_ms,
         q.voters, q.voters_within_slo, h.high_watermark_stalled, i.at_min_isr, i.under_min_isr, i.offline,
         d.worst_divergence_records, d.worst_last_applied_lag_ms, ch.active_controllers,
-        ch.unknown_voter_connections, ch.metadata_errors, ch.fenced_brokers
+        ch.unknown_voter_connections, ch.metadata_errors, ch.fenced_brokers,
+        coalesce(inc.open_incidents, 0) AS open_incidents, inc.latest_incident_at, inc.latest_incident
       FROM c
       LEFT JOIN q ON q.cluster_id = c.cluster_id
       LEFT JOIN h ON h.cluster_id = c.cluster_id
       LEFT JOIN i ON i.cluster_id = c.cluster_id
       LEFT JOIN d ON d.cluster_id = c.cluster_id
-      LEFT JOIN ch ON ch.cluster_id = c.cluster_id),
+      LEFT JOIN ch ON ch.cluster_id = c.cluster_id
+      LEFT JOIN inc ON inc.cluster_id = c.cluster_id),
     f AS (
       SELECT *,
              {stale_after_minutes} > 0 AND coalesce(last_snapshot_at, as_of)
@@ -126,7 +136,8 @@ FLEET_OVERVIEW = ViewSpec(
       END AS status,
       leader_id, leader_epoch, max_follower_lag, max_follower_lag_time_ms, voters, voters_within_slo,
       high_watermark_stalled, at_min_isr, under_min_isr, offline, worst_divergence_records, worst_last_applied_lag_ms,
-      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers
+      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers,
+      open_incidents, latest_incident_at, latest_incident
     FROM f
     """,
 )
@@ -184,7 +195,41 @@ PARTITIONS_AT_MIN_ISR = ViewSpec(
     """,
 )
 
-VIEWS = (FLEET_OVERVIEW, SLO_ATTAINMENT_DAILY, PARTITIONS_AT_MIN_ISR)
+OPEN_INCIDENTS = ViewSpec(
+    "gold.v_open_incidents",
+    "Incidents still open across the fleet (no ended_at yet): what is happening now, to whom, since when",
+    (
+        ("cluster_id", "Cluster"),
+        ("incident_id", "Incident id (its start time)"),
+        ("started_at", "Time of the incident's first anomaly"),
+        ("open_for_ms", "From the start to the cluster's latest observation (ms)"),
+        ("severity", "critical or warn"),
+        ("trigger", "Kind of the first anomaly"),
+        ("trigger_node_id", "Node of the first anomaly"),
+        ("nodes", "Nodes involved"),
+        ("max_partitions_at_min_isr", "Most partitions at min ISR in one partition snapshot"),
+        ("max_partitions_under_min_isr", "Most partitions under min ISR in one partition snapshot"),
+        ("max_partitions_offline", "Most offline partitions in one partition snapshot"),
+        ("ongoing", "Anomalies of the incident still going on, as kind:node or kind:topic-partition"),
+        ("summary", "One-line summary"),
+    ),
+    """
+    WITH o AS (
+      SELECT cluster_id, incident_id,
+             sort_array(collect_list(concat(kind, ':', coalesce(CAST(node_id AS STRING),
+                                                                concat(topic, '-', CAST(`partition` AS STRING)),
+                                                                'cluster')))) AS ongoing
+      FROM {gold.incident_events} WHERE ended_at IS NULL GROUP BY cluster_id, incident_id)
+    SELECT i.cluster_id, i.incident_id, i.started_at, i.duration_ms AS open_for_ms, i.severity, i.`trigger`,
+           i.trigger_node_id, i.nodes, i.max_partitions_at_min_isr, i.max_partitions_under_min_isr,
+           i.max_partitions_offline, coalesce(o.ongoing, array()) AS ongoing, i.summary
+    FROM {gold.incidents} i
+    LEFT JOIN o ON o.cluster_id = i.cluster_id AND o.incident_id = i.incident_id
+    WHERE i.ended_at IS NULL
+    """,
+)
+
+VIEWS = (FLEET_OVERVIEW, SLO_ATTAINMENT_DAILY, PARTITIONS_AT_MIN_ISR, OPEN_INCIDENTS)
 
 
 @dataclass(frozen=True)

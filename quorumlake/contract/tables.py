@@ -584,11 +584,11 @@ GOLD_INCIDENTS = TableSpec(
         ("anomalies", "BIGINT", "Anomalies joined into the incident (rows of gold.incident_events)"),
         ("last_anomaly_at", _TS, "Start of its latest anomaly"),
         ("duration_ms", "BIGINT", "ended_at - started_at, or while open the cluster's latest observation - started_at"),
+        ("critical_at", _TS, "When the incident became critical (its first critical anomaly); NULL for warn"),
     ),
     ("cluster_id", "incident_id"),
     "Incidents: a cluster's anomalies (quorum, broker, partition, metadata) that overlap or follow each other within "
     "the grace period, joined into one",
-    properties=(("delta.enableChangeDataFeed", "true"),),
     clustering=("cluster_id", "started_at"),
 )
 GOLD_INCIDENT_EVENTS = TableSpec(

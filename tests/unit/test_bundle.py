@@ -617,7 +617,12 @@ def test_the_wheel_has_the_entry_points_and_no_spark(checkout_wheel):
 # --- alerts --------------------------------------------------------------------------------------------------------
 
 
-ALERTS = ("quorumlake_cluster_critical", "quorumlake_at_min_isr_escalated", "quorumlake_stale_data")
+ALERTS = (
+    "quorumlake_cluster_critical",
+    "quorumlake_at_min_isr_escalated",
+    "quorumlake_stale_data",
+    "quorumlake_new_critical_incident",
+)
 
 
 def alert_queries(catalog: str = "spark_catalog") -> dict[str, str]:
@@ -643,6 +648,11 @@ def test_the_three_alerts_of_the_issue():
     assert "escalated" in alerts["quorumlake_at_min_isr_escalated"]["query_text"]
     assert "is_stale" in alerts["quorumlake_stale_data"]["query_text"]
     assert "${var.stale_after_minutes}" in alerts["quorumlake_stale_data"]["display_name"]
+    # a new critical incident notifies once: no re-notification while it stays in the window, none when it leaves
+    incident = alerts["quorumlake_new_critical_incident"]
+    assert "critical_at" in incident["query_text"] and "gold.incidents" in incident["query_text"]
+    assert "retrigger_seconds" not in incident["evaluation"]["notification"]
+    assert incident["evaluation"]["notification"]["notify_on_ok"] is False
 
 
 def test_the_stale_minutes_reach_the_pipeline_that_builds_the_view():

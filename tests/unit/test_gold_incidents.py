@@ -299,6 +299,7 @@ def test_incident_severity_trigger_nodes_peaks_and_summary(spark):
                 5,
                 t(3),
                 180000,
+                t(2),
             ),
             (
                 "c",
@@ -316,6 +317,7 @@ def test_incident_severity_trigger_nodes_peaks_and_summary(spark):
                 1,
                 t(9),
                 180000,
+                None,
             ),
         ],
     )
