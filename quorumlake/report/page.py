@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from quorumlake.contract.tables import resolve_names
-from quorumlake.report.svg import line_chart, timeline_chart
+from quorumlake.report.svg import incident_timeline, line_chart, timeline_chart
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;background:#fafafa}
@@ -40,6 +40,10 @@ _QUERIES = {
     "max(collected_at) AS last_at FROM {gold.isr_health} GROUP BY cluster_id) l USING (cluster_id) ORDER BY started_at",
     "divergence": "SELECT cluster_id, node_id, scraped_at, divergence_records FROM {gold.metadata_offset_divergence} "
     "WHERE node_role <> 'controller' ORDER BY scraped_at",
+    "incidents": "SELECT cluster_id, incident_id, started_at, ended_at, duration_ms, severity, `trigger`, "
+    "trigger_node_id, summary FROM {gold.incidents} ORDER BY cluster_id, started_at",
+    "incident_events": "SELECT cluster_id, incident_id, event_at, ended_at, kind, node_id, topic, `partition` "
+    "FROM {gold.incident_events} ORDER BY cluster_id, event_at",
 }
 
 
@@ -119,6 +123,8 @@ def build_report(data: dict[str, list[dict[str, Any]]], slo_ms: int, generated_a
     ]
     sections.append(_section("AtMinIsr episodes", [timeline_chart("AtMinIsr episodes per partition", rows[:60])]))
 
+    sections.extend(_incidents(data["incidents"], data["incident_events"]))
+
     div = data["divergence"]
     per_node: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for r in div:
@@ -135,6 +141,69 @@ def build_report(data: dict[str, list[dict[str, Any]]], slo_ms: int, generated_a
         f'<p class="meta">Generated {escape(generated_at.isoformat(timespec="seconds"))} from the gold tables. '
         "Times are UTC.</p>" + "".join(sections) + "</body></html>"
     )
+
+
+# The report shows at most this many incidents per cluster on its timeline, and this many in the table (the latest).
+MAX_TIMELINE_INCIDENTS = 12
+MAX_TABLE_INCIDENTS = 50
+
+
+def _incidents(incidents: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[str]:
+    """Per cluster, a timeline of its latest incidents (a lane per node, the anomalies on them), and a table of the
+    fleet's latest incidents."""
+    by_cluster: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for i in incidents:
+        by_cluster[i["cluster_id"]].append(i)
+    charts = []
+    for cluster, rows in sorted(by_cluster.items()):
+        shown = rows[-MAX_TIMELINE_INCIDENTS:]
+        ends = {i["incident_id"]: _ms(i["started_at"]) + (i["duration_ms"] or 0) for i in shown}
+        bands = [
+            (_ms(i["started_at"]), ends[i["incident_id"]], i["severity"], f"{i['severity']} {i['incident_id']}")
+            for i in shown
+        ]
+        bars = [
+            (
+                _lane(e),
+                e["kind"],
+                _ms(e["event_at"]),
+                _ms(e["ended_at"]) if e["ended_at"] is not None else ends[e["incident_id"]],
+                e["ended_at"] is None,
+            )
+            for e in events
+            if e["cluster_id"] == cluster and e["incident_id"] in ends
+        ]
+        charts.append(incident_timeline(f"{cluster}: incidents (a lane per node)", bands, bars))
+    if not charts:
+        charts = [incident_timeline("No incidents", [], [])]
+    latest = sorted(incidents, key=lambda i: i["started_at"], reverse=True)[:MAX_TABLE_INCIDENTS]
+    return [_section("Incidents: what happened, to whom, per cluster", charts), _incident_table(latest)]
+
+
+def _lane(event: dict[str, Any]) -> str:
+    if event["node_id"] is not None:
+        return f"node {event['node_id']}"
+    return "partitions" if event["topic"] is not None else "cluster"
+
+
+def _incident_table(rows: list[dict[str, Any]]) -> str:
+    head = "".join(f"<th>{c}</th>" for c in ("cluster", "started (UTC)", "ended", "severity", "trigger", "summary"))
+    body = []
+    for r in rows:
+        ended = r["ended_at"].strftime("%Y-%m-%d %H:%M:%S") if r["ended_at"] is not None else "open"
+        trigger = r["trigger"] + ("" if r["trigger_node_id"] is None else f" (node {r['trigger_node_id']})")
+        cells = [
+            ("l", r["cluster_id"]),
+            ("l", r["started_at"].strftime("%Y-%m-%d %H:%M:%S")),
+            ("l", ended),
+            (r["severity"], r["severity"]),
+            ("l", trigger),
+            ("l", r["summary"]),
+        ]
+        body.append("<tr>" + "".join(f'<td class="{c}">{escape(str(v))}</td>' for c, v in cells) + "</tr>")
+    if not body:
+        body = ['<tr><td class="l" colspan="6">no incidents</td></tr>']
+    return f"<h3>Latest incidents</h3><table><tr>{head}</tr>{''.join(body)}</table>"
 
 
 def _section(title: str, charts: list[str]) -> str:
@@ -155,6 +224,8 @@ def _overview_table(rows: list[dict[str, Any]]) -> str:
         "under_min_isr",
         "offline",
         "worst_divergence_records",
+        "open_incidents",
+        "latest_incident",
     ]
     head = "".join(f"<th>{c}</th>" for c in columns)
     body = []
@@ -163,7 +234,7 @@ def _overview_table(rows: list[dict[str, Any]]) -> str:
         for c in columns:
             v = r.get(c)
             text = "" if v is None else (v.strftime("%Y-%m-%d %H:%M:%S") if isinstance(v, datetime) else str(v))
-            cls = "l" if c in ("cluster_id", "as_of") else (r.get("status") if c == "status" else "")
+            cls = "l" if c in ("cluster_id", "as_of", "latest_incident") else (r.get("status") if c == "status" else "")
             cells.append(f'<td class="{cls}">{escape(text)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<h2>Fleet overview (latest)</h2><table><tr>{head}</tr>{''.join(body)}</table>"
