@@ -9,6 +9,8 @@ from html import escape
 from typing import Any
 
 from quorumlake.contract.tables import resolve_names
+from quorumlake.report.budget import QUERIES as BUDGET_QUERIES
+from quorumlake.report.budget import budget_section
 from quorumlake.report.svg import incident_timeline, line_chart, timeline_chart
 
 CSS = """
@@ -44,6 +46,7 @@ _QUERIES = {
     "trigger_node_id, summary FROM {gold.incidents} ORDER BY cluster_id, started_at",
     "incident_events": "SELECT cluster_id, incident_id, event_at, ended_at, kind, node_id, topic, `partition` "
     "FROM {gold.incident_events} ORDER BY cluster_id, event_at",
+    **BUDGET_QUERIES,
 }
 
 
@@ -55,7 +58,7 @@ def queries(resolve: Callable[[str], str]) -> dict[str, str]:
 def build_report(data: dict[str, list[dict[str, Any]]], slo_ms: int, generated_at: datetime) -> str:
     """The HTML page from the rows of each of `queries`' datasets."""
     overview = data["overview"]
-    sections = [_overview_table(overview)]
+    sections = [_overview_table(overview), budget_section(data)]
 
     lag = data["lag"]
     by_cluster: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
