@@ -14,7 +14,7 @@ Kinds and sources:
 - `broker_fenced`: silver.node_metrics, the active controller's `controller_fenced_broker_count` above 0 (the count
   names no broker: node_id NULL).
 - `controller_down`: silver.replica_states. A voter, not the leader, that has not fetched from the leader for longer
-  than `voter_fetch_timeout_ms`, or never since the leader was elected (its fetch time unknown while the snapshot
+  than `quorum_fetch_timeout_ms`, or never since the leader was elected (its fetch time unknown while the snapshot
   carries the fetch times of other replicas; DescribeQuorum v0 carries none).
 - `voter_lagging`: a voter that is fetching but whose caught-up lag is above the replica SLO.
 - `leader_election`: gold.quorum_events `leader_elected` (single events, node_id the new leader), and runs of quorum

@@ -98,9 +98,9 @@ class Config:
     # Incidents: an anomaly that starts within this many minutes after the last one of an incident has cleared joins
     # it (0: only overlapping anomalies join).
     incident_grace_minutes: int = 2
-    # Incidents: a voter that has not fetched from the leader for longer than this is down (`controller_down`); the
+    # A voter that has not fetched from the leader for longer than this is down (`controller_down` in incidents); the
     # default is Kafka's controller.quorum.fetch.timeout.ms, after which a follower itself would start an election.
-    voter_fetch_timeout_ms: int = 2000
+    quorum_fetch_timeout_ms: int = 2000
     # min.insync.replicas for kafka-topics captures whose topic does not configure it (Kafka's default is 1).
     default_min_isr: int = 1
     # SLO objectives (the share of good events) behind gold.slo_budget and gold.slo_burn, each between 0 and 1.
@@ -184,7 +184,7 @@ class Config:
             "future_skew_ms",
             "stale_after_minutes",
             "incident_grace_minutes",
-            "voter_fetch_timeout_ms",
+            "quorum_fetch_timeout_ms",
             "small_run_bytes",
             "landing_settle_minutes",
             "landing_retention_days",

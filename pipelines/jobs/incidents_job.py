@@ -214,7 +214,7 @@ def incidents(lakehouse: Lakehouse, changed: dict[str, DataFrame]) -> None:
         status=status,
         events=events,
         divergence=divergence,
-        fetch_timeout_ms=config.voter_fetch_timeout_ms,
+        fetch_timeout_ms=config.quorum_fetch_timeout_ms,
         slo_ms=config.replica_caught_up_slo_ms,
         warn_records=config.divergence_warn_records,
         lag_warn_ms=config.metadata_lag_warn_ms,

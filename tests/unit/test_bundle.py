@@ -314,6 +314,14 @@ def test_the_variables_have_the_contract_defaults():
         for slo in SLOS:
             assert f"--set=slo_objective_{slo}=${{var.slo_objective_{slo}}}" in task["python_wheel_task"]["parameters"]
     assert variables["window_minutes"]["default"] == 5
+    # the incidents' settings (issue #50): Kafka's fetch timeout, the grace period
+    assert (variables["quorum_fetch_timeout_ms"]["default"], variables["incident_grace_minutes"]["default"]) == (
+        2000,
+        2,
+    )
+    for task in _bundle()["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]:
+        for name in ("quorum_fetch_timeout_ms", "incident_grace_minutes"):
+            assert f"--set={name}=${{var.{name}}}" in task["python_wheel_task"]["parameters"]
     assert variables["notification_emails"]["type"] == "complex"
     assert isinstance(variables["notification_emails"]["default"], list)
     assert "warehouse" in variables["warehouse_id"].get("lookup", {}) or "default" in variables["warehouse_id"]
