@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import subprocess
@@ -33,8 +34,11 @@ import pytest
 from quorumlake.contract.kafka import release_of_metadata_level
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_INCIDENTS,
     GOLD_ISR_HEALTH,
     GOLD_METADATA_OFFSET_DIVERGENCE,
+    GOLD_QUORUM_EVENTS,
+    GOLD_QUORUM_MEMBERSHIP,
     GOLD_QUORUM_STATUS,
     GOLD_REPLICA_LAG_SLI,
     SILVER_QUARANTINE,
@@ -55,6 +59,9 @@ TOPIC_SPECS = [  # name, partitions, replication factor, min.insync.replicas ove
 ]
 RF3_TOPICS = {"orders", "payments"}
 SLO_MS = 2000
+# The phases are seconds apart, so the run groups anomalies into incidents without a grace period (the default 2
+# minutes would join consecutive phases): each fault phase is then its own incident.
+RUN_SETTINGS = ["--set", "incident_grace_minutes=0"]
 UNREACHABLE = "unreachable"
 DENIED = "denied"
 UNTRUSTED = "untrusted"
@@ -381,6 +388,9 @@ class Scenario:
 
 
 TABLES = [
+    GOLD_INCIDENTS,
+    GOLD_QUORUM_EVENTS,
+    GOLD_QUORUM_MEMBERSHIP,
     GOLD_QUORUM_STATUS,
     GOLD_ISR_HEALTH,
     GOLD_AT_MIN_ISR_EPISODES,
@@ -401,6 +411,19 @@ def ms(timestamp: datetime | None) -> int | None:
     if timestamp is None:
         return None
     return round(timestamp.replace(tzinfo=timezone.utc).timestamp() * 1000)
+
+
+def run_pipeline(s: Scenario, tmp_path: Path, request) -> dict[str, list[dict]]:
+    """`quorumlake run` over the scenario's landing zone (in the test process), and the tables read back."""
+    warehouse = tmp_path / "warehouse"
+    run_started = time.monotonic()
+    request.getfixturevalue("spark")  # the suite's session, started only now that the cluster is gone
+    summary = io.StringIO()
+    with contextlib.redirect_stdout(summary):
+        code = cli.main(["run", "--landing", str(s.landing), "--warehouse", str(warehouse), *RUN_SETTINGS])
+    assert code == 0, f"quorumlake run exited {code}:\n{summary.getvalue()[-3000:]}"
+    log(f"quorumlake run took {time.monotonic() - run_started:.0f}s:\n{summary.getvalue()}")
+    return read_lakehouse(warehouse)
 
 
 # --- the test --------------------------------------------------------------------------------------------------
@@ -428,6 +451,7 @@ class Live:
     scenario: Scenario
     tables: dict[str, list[dict]]
     follower_down: tuple[int, int]
+    stopped: dict[str, int]  # fault phase -> the controller it stopped
 
 
 @pytest.fixture(scope="module")
@@ -517,20 +541,14 @@ def live(cluster, tmp_path_factory, request) -> Live:
     cluster.close(graceful=False)
     log(f"captures done in {kafka_s:.0f}s; cluster stopped; running the pipeline")
 
-    warehouse = tmp_path / "warehouse"
-    run_started = time.monotonic()
-    request.getfixturevalue("spark")  # the suite's session, started only now that the cluster is gone
-    summary = io.StringIO()
-    with contextlib.redirect_stdout(summary):
-        code = cli.main(["run", "--landing", str(s.landing), "--warehouse", str(warehouse)])
-    assert code == 0, f"quorumlake run exited {code}:\n{summary.getvalue()[-3000:]}"
-    log(f"quorumlake run took {time.monotonic() - run_started:.0f}s:\n{summary.getvalue()}")
-    tables = read_lakehouse(warehouse)
+    tables = run_pipeline(s, tmp_path, request)
     log(
         f"Apache Kafka {version}: phases, pipeline and queries took {time.monotonic() - started:.0f}s "
         f"(Kafka phases {kafka_s:.0f}s)"
     )
-    return Live(s, tables, follower_down)
+    return Live(
+        s, tables, follower_down, {"follower-controller-stopped": follower, "leader-controller-stopped": leader}
+    )
 
 
 # --- checks ----------------------------------------------------------------------------------------------------
@@ -710,3 +728,233 @@ def check_divergence(tables, s: Scenario):
         assert all(abs(r["divergence_records"]) <= 20 for r in mine), (node, mine)
     roles = {r["node_id"]: r["node_role"] for r in rows}
     assert roles == {1: "controller", 2: "controller", 3: "controller", 4: "broker", 5: "broker", 6: "broker"}
+
+
+# --- incidents and the membership ledger (issue #50) -------------------------------------------------------------
+
+
+def test_each_fault_phase_is_one_incident_naming_the_node_it_stopped(live):
+    phases = {"broker-6-stopped", "brokers-5-6-stopped"}
+    faults = [
+        Fault(("broker-6-stopped", "brokers-5-6-stopped"), "brokers-restarted", "broker_down", 6, {5, 6}),
+        *(
+            Fault((name,), name.replace("stopped", "restarted"), "controller_down", node, {node})
+            for name, node in live.stopped.items()
+        ),
+    ]
+    assert phases | set(live.stopped) == {p.name for p in live.scenario.phases if "stopped" in p.name}
+    check_incidents(live.tables, live.scenario, faults)
+
+
+def test_membership_events_equal_the_voter_sets_kafka_printed(live):
+    assert check_voter_events(live.tables, live.scenario) == []  # a static quorum: the voters never change
+
+
+@dataclass
+class Fault:
+    phases: tuple[str, ...]  # consecutive phases with the fault
+    repair: str  # the phase that repairs it
+    trigger: str
+    node: int  # the node it stopped first
+    nodes: set[int]  # every node it stopped
+
+
+def check_incidents(tables, s: Scenario, faults: list[Fault]) -> None:
+    """Each fault maps to exactly one incident: started in its phases, triggered by the node it stopped first, naming
+    every node it stopped, with the peak partition counts of the phases' kafka-topics listings, closed in the phase
+    that repaired it; no incident starts in any other phase."""
+    by_name = {p.name: p for p in s.phases}
+    incidents = sorted((i for i in tables["gold.incidents"] if i["cluster_id"] == s.cid), key=lambda i: i["started_at"])
+    matched = []
+    for fault in faults:
+        first, last, repair = by_name[fault.phases[0]], by_name[fault.phases[-1]], by_name[fault.repair]
+        mine = [i for i in incidents if first.started_ms <= ms(i["started_at"]) <= last.ended_ms]
+        assert len(mine) == 1, (fault, mine)
+        (incident,) = mine
+        matched.append(incident["incident_id"])
+        context = (fault, incident)
+        assert (incident["trigger"], incident["trigger_node_id"]) == (fault.trigger, fault.node), context
+        assert fault.nodes <= set(incident["nodes"]), context
+        listings = [c for name in fault.phases for c in by_name[name].topics]
+        assert listings, fault
+        assert (
+            incident["max_partitions_at_min_isr"],
+            incident["max_partitions_under_min_isr"],
+            incident["max_partitions_offline"],
+        ) == (
+            max(c["at-min-isr"] for c in listings),
+            max(c["under-min-isr"] for c in listings),
+            max(c["unavailable"] for c in listings),
+        ), context
+        expected_severity = "critical" if any(c["under-min-isr"] or c["unavailable"] for c in listings) else "warn"
+        assert incident["severity"] == expected_severity, context
+        assert incident["ended_at"] is not None, context
+        assert repair.started_ms <= ms(incident["ended_at"]) <= repair.ended_ms, context
+        log(f"incident {incident['incident_id']}: {incident['summary']}")
+    # none in a healthy phase: every incident is one of the faults'
+    assert [i["incident_id"] for i in incidents] == matched, incidents
+
+
+def voter_sets(s: Scenario) -> list[tuple[int, frozenset[int]]]:
+    """(time, CurrentVoters ids) of every kafka-metadata-quorum describe --status capture, in time order."""
+    captures = [c for p in s.phases for c in (*p.pairs, *p.status_only)]
+    return sorted((c["at"], frozenset(v["id"] for v in json.loads(c["status"]["CurrentVoters"]))) for c in captures)
+
+
+def check_voter_events(tables, s: Scenario) -> list[tuple[str, int]]:
+    """gold.quorum_events' voter_added / voter_removed events are the changes between consecutive voter sets that
+    --status printed, each at a time between the two captures; returns them."""
+    sets = voter_sets(s)
+    expected = []
+    for (before_at, before), (at, voters) in zip(sets, sets[1:], strict=False):
+        expected += [("voter_added", n, before_at, at) for n in sorted(voters - before)]
+        expected += [("voter_removed", n, before_at, at) for n in sorted(before - voters)]
+    events = sorted(
+        (e for e in tables["gold.quorum_events"] if e["cluster_id"] == s.cid and e["event"].startswith("voter_")),
+        key=lambda e: e["event_at"],
+    )
+    assert [(e["event"], e["node_id"]) for e in events] == [(kind, n) for kind, n, _, _ in expected], events
+    for e, (_, _, before_at, at) in zip(events, expected, strict=True):
+        assert before_at < ms(e["event_at"]) <= at, (e, before_at, at)
+    return [(kind, n) for kind, n, _, _ in expected]
+
+
+# --- a dynamic quorum (KIP-853): add-controller, remove-controller, the leader stopped ---------------------------
+
+SPARE = 7  # the controller the dynamic run adds
+
+
+def replication_rows(text: str) -> dict[int, dict[str, str]]:
+    """`describe --replication` rows by node id (NodeId DirectoryId LogEndOffset Lag LastFetchTimestamp
+    LastCaughtUpTimestamp Status)."""
+    rows = {}
+    for line in text.splitlines()[1:]:
+        cells = line.split()
+        if len(cells) >= 7 and cells[0].isdigit():
+            rows[int(cells[0])] = {"last_fetch": cells[4], "status": cells[-1]}
+    return rows
+
+
+@pytest.fixture(scope="module")
+def dynamic_cluster(tmp_path_factory):
+    artifacts = fetch(log=log)
+    kafka = KafkaCluster(
+        tmp_path_factory.mktemp("kafka-dynamic"), artifacts, log=log, dynamic=True, spare_controllers=(SPARE,)
+    )
+    try:
+        kafka.start()
+        yield kafka
+    finally:
+        kafka.close()
+
+
+@dataclass
+class DynamicLive:
+    scenario: Scenario
+    tables: dict[str, list[dict]]
+    removed: int
+    leader: int
+
+
+@pytest.fixture(scope="module")
+def dynamic_live(dynamic_cluster, tmp_path_factory, request) -> DynamicLive:
+    """A dynamic quorum, lean: healthy; a spare controller started and added; a follower removed; the leader
+    stopped and restarted. Short waits, one poll per capture."""
+    cluster = dynamic_cluster
+    tmp_path = tmp_path_factory.mktemp("live-dynamic")
+    started = time.monotonic()
+    s = Scenario(cluster, tmp_path)
+    for name, partitions, rf, min_isr in TOPIC_SPECS:
+        s.run_tool(
+            tmp_path / f"create-{name}.txt",
+            TOPICS,
+            "--bootstrap-server",
+            s.bootstrap(),
+            "--create",
+            "--topic",
+            name,
+            "--partitions",
+            str(partitions),
+            "--replication-factor",
+            str(rf),
+            *(["--config", f"min.insync.replicas={min_isr}"] if min_isr else []),
+        )
+
+    def replication() -> dict[int, dict[str, str]]:
+        code, text = cluster.tool_text(
+            METADATA_QUORUM, "--bootstrap-controller", cluster.bootstrap_controllers(), "describe", "--replication"
+        )
+        return replication_rows(text) if code == 0 else {}
+
+    def voters() -> set[int]:
+        status = s.status()
+        return {v["id"] for v in json.loads(status["CurrentVoters"])} if "CurrentVoters" in status else set()
+
+    def fetching(node: int, as_status: str) -> bool:
+        row = replication().get(node)
+        return row is not None and row["status"] == as_status and row["last_fetch"] not in ("-1", "")
+
+    s.begin("healthy")
+    s.wait_isr(set())
+    s.moment(polls=1)
+
+    s.begin("controller-added")
+    cluster.start_node(SPARE)
+    s.wait_for(f"controller {SPARE} to fetch as an observer", lambda: fetching(SPARE, "Observer"))
+    log(cluster.add_controller(SPARE).strip())
+    s.wait_for(f"controller {SPARE} among the voters", lambda: SPARE in voters())
+    s.wait_for(f"controller {SPARE} to fetch as a voter", lambda: fetching(SPARE, "Follower"))
+    s.moment(polls=1)
+
+    leader = int(s.status()["LeaderId"])
+    removed = next(i for i in (1, 2, 3) if i != leader)
+    s.begin("controller-removed")
+    log(cluster.remove_controller(removed).strip())
+    s.wait_for(f"controller {removed} out of the voters", lambda: removed not in voters())
+    s.moment(polls=1)
+
+    s.begin("leader-controller-stopped")
+    cluster.stop_node(leader)
+    s.wait_for("a new leader", lambda: s.status().get("LeaderId") not in (None, str(leader), "-1"))
+    s.moment(polls=1)
+
+    s.begin("leader-controller-restarted")
+    cluster.start_node(leader)
+    s.wait_for("the old leader to fetch", lambda: fetching(leader, "Follower"))
+    s.moment(polls=1)
+    s.phase.ended_ms = now_ms()
+    kafka_s = time.monotonic() - started
+    cluster.close(graceful=False)
+    log(f"dynamic quorum: captures done in {kafka_s:.0f}s; cluster stopped; running the pipeline")
+    return DynamicLive(s, run_pipeline(s, tmp_path, request), removed, leader)
+
+
+def test_dynamic_quorum_membership_events_equal_the_voter_sets_kafka_printed(dynamic_live):
+    s = dynamic_live.scenario
+    assert check_voter_events(dynamic_live.tables, s) == [
+        ("voter_added", SPARE),
+        ("voter_removed", dynamic_live.removed),
+    ]
+    membership = [m for m in dynamic_live.tables["gold.quorum_membership"] if m["cluster_id"] == s.cid]
+    # the removed voter that Kafka still lists as an observer is marked as such, not a failing observer
+    removed = [m for m in membership if m["node_id"] == dynamic_live.removed]
+    assert [(m["role"], m["is_removed_voter"]) for m in sorted(removed, key=lambda m: m["valid_from"])] == [
+        ("voter", False),
+        ("observer", True),
+    ], removed
+    voters = {m["node_id"]: m for m in membership if m["role"] == "voter" and m["valid_to"] is None}
+    assert set(voters) == voter_sets(s)[-1][1]
+    # a dynamic quorum's voters have directory ids; their endpoints are the controllers' listeners
+    for node, m in voters.items():
+        assert m["directory_id"] and m["endpoints"] == [f"CONTROLLER://{s.cluster.nodes[node].address}"], m
+
+
+def test_dynamic_quorum_incidents_only_for_the_stopped_leader(dynamic_live):
+    fault = Fault(
+        ("leader-controller-stopped",),
+        "leader-controller-restarted",
+        "controller_down",
+        dynamic_live.leader,
+        {dynamic_live.leader},
+    )
+    check_incidents(dynamic_live.tables, dynamic_live.scenario, [fault])
