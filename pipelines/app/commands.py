@@ -249,9 +249,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     query = (
         "SELECT cluster_id, status, leader_id, max_follower_lag AS lag, max_follower_lag_time_ms AS lag_ms, "
         "voters, voters_within_slo AS in_slo, at_min_isr, under_min_isr, offline, "
-        "worst_divergence_records AS divergence FROM gold.v_fleet_overview ORDER BY cluster_id"
+        "worst_divergence_records AS divergence, open_incidents, latest_incident_at "
+        "FROM gold.v_fleet_overview ORDER BY cluster_id"
     )
     sql(config, query, "table", 1000)
+    print("\nIncidents (gold.incidents):")
+    incidents = (
+        "SELECT cluster_id, incident_id, severity, `trigger`, trigger_node_id AS node, "
+        "round(duration_ms / 60000, 1) AS minutes, summary FROM gold.incidents ORDER BY cluster_id, started_at"
+    )
+    sql(config, incidents, "table", 1000)
     report = write_report(open_lakehouse(config, register=False), root / "report.html")
     print(f"\nReport: {report.resolve()}")
     example = '"SELECT * FROM gold.quorum_health LIMIT 10"'

@@ -6,6 +6,13 @@ phase's state, `quorumlake collect` polls it and the real `kafka-metadata-quorum
 `--replication` and `kafka-topics --describe` outputs are captured into the landing zone (contract layout); the
 `kafka-topics` report listings (`--at-min-isr-partitions`, ...) are kept beside it as the expected counts. A second
 "cluster" that nothing answers for is collected too: its error records must end in quarantine with their reasons.
+Each fault (the brokers stopped, a follower controller stopped, the leader controller stopped) must come out as
+exactly one gold.incidents row naming the node it stopped, with the peak partition counts the phase's `kafka-topics`
+listings show, closed in the phase that repaired it, and no incident in the other phases; gold.quorum_events' voter
+events must be the changes of the voter sets `describe --status` printed. A second, lean run does the same on a
+dynamic quorum (KIP-853: controllers formatted with `--initial-controllers`): a spare controller added with
+`add-controller`, a follower removed with `remove-controller` (then listed as an observer: a removed voter, not a
+failing observer), the leader stopped and restarted.
 
 The pipeline runs once through its command line (`quorumlake run`, in the test process: `make test` runs this file
 first on one of its workers, whose Spark session the run starts and every later file there reuses warm, while the
@@ -937,11 +944,10 @@ def test_dynamic_quorum_membership_events_equal_the_voter_sets_kafka_printed(dyn
     ]
     membership = [m for m in dynamic_live.tables["gold.quorum_membership"] if m["cluster_id"] == s.cid]
     # the removed voter that Kafka still lists as an observer is marked as such, not a failing observer
-    removed = [m for m in membership if m["node_id"] == dynamic_live.removed]
-    assert [(m["role"], m["is_removed_voter"]) for m in sorted(removed, key=lambda m: m["valid_from"])] == [
-        ("voter", False),
-        ("observer", True),
-    ], removed
+    removed = sorted((m for m in membership if m["node_id"] == dynamic_live.removed), key=lambda m: m["valid_from"])
+    # (a new leader lists an observer only once it fetched from it: a later observer stretch may follow)
+    assert [(m["role"], m["is_removed_voter"]) for m in removed[:2]] == [("voter", False), ("observer", True)], removed
+    assert all(m["role"] == "observer" for m in removed[1:]), removed
     voters = {m["node_id"]: m for m in membership if m["role"] == "voter" and m["valid_to"] is None}
     assert set(voters) == voter_sets(s)[-1][1]
     # a dynamic quorum's voters have directory ids; their endpoints are the controllers' listeners
