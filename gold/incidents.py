@@ -226,6 +226,11 @@ def _summary() -> Column:
         F.col("ended_at").isNull(), F.concat(F.lit("ongoing for "), duration_text(F.col("duration_ms")))
     ).otherwise(F.concat(F.lit("for "), duration_text(F.col("duration_ms"))))
     trigger = _trigger_text()
-    # "controller 3 not fetching: controller 3 not fetching" says it once
-    told = F.when((parts == trigger) | (parts == ""), F.lit("")).otherwise(F.concat(F.lit(": "), parts))
+    # "controller 3 not fetching: controller 3 not fetching; leader elected" says it once
+    again = F.concat(trigger, F.lit("; "))
+    told = (
+        F.when((parts == trigger) | (parts == ""), F.lit(""))
+        .when(parts.startswith(again), F.concat(F.lit("; "), parts.substr(F.length(again) + 1, F.length(parts))))
+        .otherwise(F.concat(F.lit(": "), parts))
+    )
     return F.concat(trigger, told, F.lit(" ("), how_long, F.lit(")"))

@@ -262,9 +262,13 @@ def test_incident_severity_trigger_nodes_peaks_and_summary(spark):
         ep("partitions_under_min_isr", 2, 4, topic="orders", partition=0, critical=True),
         ep("voter_lagging", 3, 4, node=2, peak=28000.0),
         ep("controller_down", 9, None, node=3),
+        # the leader stopped: its followers elect another (a single event) while it no longer fetches
+        ep("leader_election", -10, -10, node=2),
+        ep("controller_down", -10, -8, node=1),
     ]
     isr = spark.createDataFrame(
         [
+            ("c", t(-10), 0, 0, 0),
             ("c", t(0), 0, 0, 0),
             ("c", t(1), 11, 0, 0),
             ("c", t(2), 8, 3, 1),
@@ -282,6 +286,24 @@ def test_incident_severity_trigger_nodes_peaks_and_summary(spark):
         GOLD_INCIDENTS.column_names,
         ", ".join(f"{n} {ty}" for n, ty, _ in GOLD_INCIDENTS.columns),
         [
+            (
+                "c",
+                "20241027T032320.000Z",
+                t(-10),
+                t(-8),
+                "warn",
+                "controller_down",
+                1,
+                [1, 2],
+                0,
+                0,
+                0,
+                "controller 1 not fetching; leader elected (now 2) (for 2 min)",
+                2,
+                t(-10),
+                120000,
+                None,
+            ),
             (
                 "c",
                 "20241027T033420.000Z",
@@ -323,7 +345,7 @@ def test_incident_severity_trigger_nodes_peaks_and_summary(spark):
     )
     events = build_incident_events(g)
     assert events.columns == GOLD_INCIDENT_EVENTS.column_names
-    assert events.count() == 6
+    assert events.count() == 8
 
 
 def test_build_episodes_from_every_source_together(spark):
