@@ -226,11 +226,7 @@ def _summary() -> Column:
         F.col("ended_at").isNull(), F.concat(F.lit("ongoing for "), duration_text(F.col("duration_ms")))
     ).otherwise(F.concat(F.lit("for "), duration_text(F.col("duration_ms"))))
     trigger = _trigger_text()
-    # "controller 3 not fetching: controller 3 not fetching; leader elected" says it once
-    again = F.concat(trigger, F.lit("; "))
-    told = (
-        F.when((parts == trigger) | (parts == ""), F.lit(""))
-        .when(parts.startswith(again), F.concat(F.lit("; "), parts.substr(F.length(again) + 1, F.length(parts))))
-        .otherwise(F.concat(F.lit(": "), parts))
-    )
-    return F.concat(trigger, told, F.lit(" ("), how_long, F.lit(")"))
+    # details that begin with the trigger say it once: "node 2 diverging up to 2403 records", not "node 2 diverging:
+    # node 2 diverging up to 2403 records"
+    said = F.when(parts == "", trigger).when(parts.startswith(trigger), parts)
+    return F.concat(F.coalesce(said, F.concat(trigger, F.lit(": "), parts)), F.lit(" ("), how_long, F.lit(")"))

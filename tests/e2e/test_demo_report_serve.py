@@ -17,16 +17,20 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timezone
+from html import escape
 from pathlib import Path
 
 import pytest
 
 from quorumlake.contract.tables import ALL_TABLES
 from quorumlake.pipelines.app import cli
-from quorumlake.pipelines.app.commands import open_lakehouse
+from quorumlake.pipelines.app.commands import _fleet_spec, open_lakehouse
 from quorumlake.pipelines.config import Config
 from quorumlake.pipelines.serving.server import serve
 from quorumlake.pipelines.serving.sql_guard import thrift_auth_settings
+from quorumlake.simulator.timeline import build_timeline
+from quorumlake.simulator.topology import build_topology
 from tests.helpers import accepts_connections, age_table_files, free_port, quorumlake
 
 SCENARIOS = (
@@ -41,14 +45,16 @@ SCENARIOS = (
 )
 
 
+FLEET_ARGS = ["--clusters", str(len(SCENARIOS)), "--hours", "0.5", "--interval-s", "60", "--seed", "7"]
+for _scenario in SCENARIOS:
+    FLEET_ARGS += ["--scenario", _scenario]
+
+
 @pytest.fixture(scope="module")
 def fleet(spark, tmp_path_factory):
     """A small simulated fleet (one cluster per scenario, 30 minutes at 60 s) through every layer."""
     root = tmp_path_factory.mktemp("fleet")
-    args = ["--clusters", str(len(SCENARIOS)), "--hours", "0.5", "--interval-s", "60", "--seed", "7"]
-    for s in SCENARIOS:
-        args += ["--scenario", s]
-    assert cli.main(["generate", "--out", str(root / "landing"), *args]) == 0
+    assert cli.main(["generate", "--out", str(root / "landing"), *FLEET_ARGS]) == 0
     assert cli.main(["run", "--landing", str(root / "landing"), "--warehouse", str(root / "warehouse")]) == 0
     return root
 
@@ -178,6 +184,118 @@ def test_more_scenario_signatures_in_gold(spark, fleet):
         ).first()[0]
         == 0
     )
+
+
+def _timelines() -> dict[str, tuple[str, object]]:
+    """The simulator's own account of the fleet's faults: cluster id -> (scenario, timeline)."""
+    spec = _fleet_spec(cli.build_parser().parse_args(["generate", "--out", "unused", *FLEET_ARGS]))
+    out = {}
+    for index in range(spec.clusters):
+        scenario = spec.scenarios[index % len(spec.scenarios)]
+        topo = build_topology(spec.seed, index, scenario, spec.brokers, spec.controllers, spec.topics, spec.partitions)
+        out[topo.cluster_id] = (scenario, build_timeline(topo, spec.seed, spec.start_ms, spec.interval_s, spec.steps))
+    return out
+
+
+def test_each_fault_scenario_is_one_incident_in_gold_the_overview_and_the_report(spark, fleet, tmp_path):
+    """Every fault the simulator injects comes out as one incident over its middle third, triggered by the node it
+    broke, with the scenario's nodes, severity and peak partition counts (each leader election of the leader-election
+    scenario, 5 minutes apart, its own: the cluster answers DescribeQuorum v0, without fetch times, so the restarting
+    leader is not seen as down in between); the healthy cluster has none. The fleet overview names each cluster's
+    latest incident, and the report draws and lists every one."""
+    incidents: dict[str, list[dict]] = {}
+    for r in spark.sql("SELECT * FROM gold.incidents ORDER BY started_at").collect():
+        incidents.setdefault(r["cluster_id"], []).append(r.asDict())
+    kinds = {
+        (r["cluster_id"], r["incident_id"]): set(r["kinds"])
+        for r in spark.sql(
+            "SELECT cluster_id, incident_id, collect_set(kind) AS kinds FROM gold.incident_events "
+            "GROUP BY cluster_id, incident_id"
+        ).collect()
+    }
+    isr_peaks = {
+        r["cluster_id"]: (r["at_min"], r["under_min"], r["offline"])
+        for r in spark.sql(
+            "SELECT cluster_id, max(at_min_isr) AS at_min, max(under_min_isr) AS under_min, max(offline) AS offline "
+            "FROM gold.isr_health GROUP BY cluster_id"
+        ).collect()
+    }
+    timelines = _timelines()
+    assert set(timelines) == {r["cluster_id"] for r in spark.sql("SELECT cluster_id FROM gold.quorum_status").collect()}
+    for cid, (scenario, tl) in timelines.items():
+        mine = incidents.get(cid, [])
+        got = [(i["trigger"], i["trigger_node_id"], i["severity"]) for i in mine]
+        if scenario == "healthy":
+            assert mine == []
+            continue
+        if scenario == "leader-election":  # each election, at the first snapshot after it, names the new leader
+            assert got == [("leader_election", e.leader, "warn") for e in tl.elections], mine
+            for incident, election in zip(mine, tl.elections, strict=True):
+                assert 0 < _ms(incident["started_at"]) - election.elected_ms <= tl.interval_ms, incident
+                assert incident["ended_at"] == incident["started_at"], incident
+            continue
+        expected = {
+            "lagging-voter": ("voter_lagging", tl.lagging and tl.lagging.node, "warn"),
+            "network-partition": ("controller_down", tl.unreachable and tl.unreachable[0].node, "warn"),
+            "broker-failure": ("broker_down", tl.outages and tl.outages[0].node, "critical"),
+            "flapping-isr": ("partitions_at_min_isr", None, "warn"),
+            "metadata-divergence": ("metadata_divergence", tl.frozen_applier and tl.frozen_applier.node, "warn"),
+            # the stall shows in the nodes' last-applied lag as soon as in the high watermark: either comes first
+            "quorum-stall": (
+                mine[0]["trigger"] if mine else None,
+                mine[0]["trigger_node_id"] if mine else None,
+                "warn",
+            ),
+        }[scenario]
+        assert got == [expected], (scenario, mine)
+        (incident,) = mine
+        assert tl.fault_start_ms < _ms(incident["started_at"]) <= tl.fault_start_ms + tl.interval_ms, incident
+        # cleared at the first snapshot after the fault (a flapping ISR: at its last flap)
+        assert tl.fault_end_ms - 2 * tl.interval_ms <= _ms(incident["ended_at"]) <= tl.fault_end_ms + tl.interval_ms
+        peaks = (
+            incident["max_partitions_at_min_isr"],
+            incident["max_partitions_under_min_isr"],
+            incident["max_partitions_offline"],
+        )
+        assert peaks == isr_peaks[cid], (scenario, peaks, isr_peaks[cid])  # the cluster's only ISR trouble
+        if scenario == "broker-failure":
+            assert set(incident["nodes"]) == {o.node for o in tl.outages}
+            assert peaks[0] > 0 and peaks[1] > 0 and peaks[2] > 0  # at min ISR, escalated, and RF-2 offline
+            assert "broker_fenced" in kinds[(cid, incident["incident_id"])]
+        if scenario == "flapping-isr":
+            assert peaks == (1, 0, 0) and incident["summary"].startswith("partition orders-0 at min ISR")
+        if scenario == "quorum-stall":
+            assert {"hw_stalled", "metadata_divergence"} <= kinds[(cid, incident["incident_id"])]
+            assert "high watermark stalled up to 9 min" in incident["summary"], incident
+
+    overview = {r["cluster_id"]: r for r in spark.sql("SELECT * FROM gold.v_fleet_overview").collect()}
+    for cid in timelines:
+        mine = incidents.get(cid, [])
+        latest = mine[-1] if mine else None
+        assert (
+            overview[cid]["open_incidents"],
+            overview[cid]["latest_incident_at"],
+            overview[cid]["latest_incident"],
+        ) == (
+            0,
+            latest and latest["started_at"],
+            latest and f"{latest['severity']}: {latest['summary']}",
+        ), cid
+
+    report = tmp_path / "report.html"
+    assert cli.main(["report", "--out", str(report), "--warehouse", str(fleet / "warehouse")]) == 0
+    html = report.read_text()
+    assert "Incidents: what happened, to whom, per cluster" in html
+    for cid, mine in incidents.items():
+        assert f"{cid}: incidents (a lane per node)" in html
+        for incident in mine:
+            assert escape(incident["summary"]) in html, incident
+    (healthy,) = (cid for cid, (scenario, _) in timelines.items() if scenario == "healthy")
+    assert f"{healthy}: incidents" not in html
+
+
+def _ms(at) -> int:
+    return round(at.replace(tzinfo=timezone.utc).timestamp() * 1000)
 
 
 def _chromium() -> str | None:
