@@ -215,9 +215,13 @@ def _summary() -> Column:
             F.size("_diverging") > 0,
             F.concat(
                 _nodes("node", "_diverging", "diverging"),
-                F.lit(" up to "),
-                F.col("_max_divergence").cast("bigint").cast("string"),
-                F.lit(" records"),
+                # diverging in time only (the last applied record too old, no records behind): no "up to 0 records"
+                F.when(
+                    F.col("_max_divergence") > 0,
+                    F.concat(
+                        F.lit(" up to "), F.col("_max_divergence").cast("bigint").cast("string"), F.lit(" records")
+                    ),
+                ).otherwise(F.lit(" (last applied record too old)")),
             ),
         ),
         F.when(partitions != "", partitions),

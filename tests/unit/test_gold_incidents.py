@@ -265,9 +265,12 @@ def test_incident_severity_trigger_nodes_peaks_and_summary(spark):
         # the leader stopped: its followers elect another (a single event) while it no longer fetches
         ep("leader_election", -10, -10, node=2),
         ep("controller_down", -10, -8, node=1),
+        # a node applying metadata late without being records behind (a stalled quorum): no "up to 0 records"
+        ep("metadata_divergence", -20, -19, node=4, peak=0.0),
     ]
     isr = spark.createDataFrame(
         [
+            ("c", t(-20), 0, 0, 0),
             ("c", t(-10), 0, 0, 0),
             ("c", t(0), 0, 0, 0),
             ("c", t(1), 11, 0, 0),
@@ -286,6 +289,24 @@ def test_incident_severity_trigger_nodes_peaks_and_summary(spark):
         GOLD_INCIDENTS.column_names,
         ", ".join(f"{n} {ty}" for n, ty, _ in GOLD_INCIDENTS.columns),
         [
+            (
+                "c",
+                "20241027T031320.000Z",
+                t(-20),
+                t(-19),
+                "warn",
+                "metadata_divergence",
+                4,
+                [4],
+                0,
+                0,
+                0,
+                "node 4 diverging (last applied record too old) (for 60 s)",
+                1,
+                t(-20),
+                60000,
+                None,
+            ),
             (
                 "c",
                 "20241027T032320.000Z",
@@ -345,7 +366,7 @@ def test_incident_severity_trigger_nodes_peaks_and_summary(spark):
     )
     events = build_incident_events(g)
     assert events.columns == GOLD_INCIDENT_EVENTS.column_names
-    assert events.count() == 8
+    assert events.count() == 9
 
 
 def test_build_episodes_from_every_source_together(spark):
