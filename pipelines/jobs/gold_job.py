@@ -336,21 +336,30 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
 def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
     """Recompute gold.controller_health for every node window a change of silver.node_metrics falls in."""
     minutes = lakehouse.config.window_minutes
+    width = F.make_dt_interval(F.lit(0), F.lit(0), F.lit(minutes))
+    width_us = minutes * 60_000_000
     key = ["cluster_id", "node_id", "window_start"]
+    touched = batch.select(
+        "cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start")
+    ).distinct()
+    # a counter's increase reaches back to the node's scrape in the window before: a change also changes the next
+    # window's row, and each window's row is built with the window before it read too
     windows = (
-        batch.select("cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start"))
+        touched.unionByName(touched.withColumn("window_start", F.col("window_start") + width))
         .distinct()
         .transform(cached)
     )
     bounds = Bounds.of(windows, "window_start")
+    read = windows.unionByName(windows.withColumn("window_start", F.col("window_start") - width)).distinct()
     rows = (
         lakehouse.read(SILVER_NODE_METRICS)
-        .where(bounds.on("scraped_at").widened(after_us=minutes * 60_000_000).sql())
+        .where(bounds.on("scraped_at").widened(before_us=width_us, after_us=width_us).sql())
         .withColumn("window_start", window_start(F.col("scraped_at"), minutes))
-        .join(windows, key, "left_semi")
+        .join(read, key, "left_semi")
         .drop("window_start")
     )
-    lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, build_controller_health(rows, minutes), windows, bounds)
+    health = build_controller_health(rows, minutes).join(windows, key, "left_semi")
+    lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, health, windows, bounds)
     release(windows)
 
 

@@ -461,8 +461,9 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
         (
             "raft_state",
             "STRING",
-            "Raft state at the last scrape that has it: leader, candidate, voted, follower, unattached, observer "
-            "(Strimzi names only; the exporter's default names drop this String attribute)",
+            "Raft state at the last scrape that has it: Kafka 3.x leader, candidate, voted, follower, unattached, "
+            "observer; 4.x (KIP-996) leader, prospective, prospective-voted, candidate, unattached-voted, follower, "
+            "unattached, observer (Strimzi names only; the exporter's default names drop this String attribute)",
         ),
         ("current_vote", "INT", "Voted-for node at the last scrape (raft current-vote; -1: none)"),
         ("avg_commit_latency_ms", "DOUBLE", "Mean of the scraped raft commit-latency-avg values (ms; NaN ignored)"),
@@ -489,6 +490,44 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
             "Largest TimedOutBrokerHeartbeatCount (counted since the controller started)",
         ),
         ("active_controller_count", "INT", "ActiveControllerCount at the last scrape: 1 on the active controller"),
+        ("number_of_voters", "INT", "Voters in the quorum (raft number-of-voters, KIP-853) at the last scrape"),
+        (
+            "number_of_observers",
+            "INT",
+            "Observers the leader knows (raft number-of-observers; reported by the leader only) at the last scrape",
+        ),
+        (
+            "uncommitted_voter_change",
+            "BOOLEAN",
+            "A voter add or remove not committed yet (raft uncommitted-voter-change; leader only) at the last scrape",
+        ),
+        (
+            "ignored_static_voters",
+            "BOOLEAN",
+            "controller.quorum.voters is set but ignored: the quorum is dynamic (IgnoredStaticVoters, KIP-853)",
+        ),
+        (
+            "avg_idle_ratio",
+            "DOUBLE",
+            "Mean of the controller event thread's AvgIdleRatio (0 always busy, 1 idle; KIP-1190) in the window",
+        ),
+        (
+            "elr_elections",
+            "BIGINT",
+            "Increase of ElectionFromEligibleLeaderReplicasPerSec's count in the window (leaders elected from ELR)",
+        ),
+        ("unclean_elections", "BIGINT", "Increase of UncleanLeaderElectionsPerSec's count in the window"),
+        (
+            "prospective_scrapes",
+            "INT",
+            "Scrapes in the window at which the node was prospective or prospective-voted (KIP-996 pre-vote); "
+            "NULL when no scrape carries the raft state",
+        ),
+        (
+            "candidate_scrapes",
+            "INT",
+            "Scrapes in the window at which the node was a candidate; NULL when no scrape carries the raft state",
+        ),
     ),
     ("cluster_id", "node_id", "window_start"),
     "KRaft controller and raft-client health per node per window (latency, votes, broker fencing, metadata errors)",
