@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_BROKER_REGISTRATIONS,
     GOLD_CONTROLLER_HEALTH,
     GOLD_ISR_HEALTH,
     GOLD_ISR_HEALTH_BY_TOPIC,
@@ -37,6 +38,7 @@ from quorumlake.contract.tables import (
     SILVER_QUORUM_SNAPSHOTS,
     SILVER_REPLICA_STATES,
 )
+from quorumlake.gold import brokers
 from quorumlake.gold.controller import build_controller_health
 from quorumlake.gold.divergence import build_metadata_offset_divergence, divergence_scope
 from quorumlake.gold.isr import (
@@ -120,6 +122,7 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             metrics = changed[SILVER_NODE_METRICS.name]
             steps.append(("metadata offset divergence", lambda: _divergence(lakehouse, metrics)))
             steps.append(("controller health", lambda: _controller_health(lakehouse, metrics)))
+            steps.append(("broker registrations", lambda: _broker_registrations(lakehouse, metrics)))
         for what, step in steps:
             started = time.monotonic()
             step()
@@ -361,6 +364,34 @@ def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
     health = build_controller_health(rows, minutes).join(windows, key, "left_semi")
     lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, health, windows, bounds)
     release(windows)
+
+
+def _broker_registrations(lakehouse: Lakehouse, batch: DataFrame) -> None:
+    """Recompute gold.broker_registrations of each cluster from the window of its earliest changed registration
+    scrape on (a fenced stretch runs on across windows), seeded with each broker's row before that window."""
+    minutes = lakehouse.config.window_minutes
+    changed = batch.where(F.col("metric").isin(*brokers.METRICS))
+    starts = (
+        changed.groupBy("cluster_id").agg(window_start(F.min("scraped_at"), minutes).alias("from_at")).transform(cached)
+    )
+    since = Bounds.of(starts, "from_at")
+    if since is None:
+        release(starts)
+        return
+    metrics = (
+        lakehouse.read(SILVER_NODE_METRICS)
+        .where(since.since("scraped_at").sql())
+        .where(F.col("metric").isin(*brokers.METRICS))
+        .join(starts, "cluster_id")
+        .where(F.col("scraped_at") >= F.col("from_at"))
+        .drop("from_at")
+    )
+    lookback = Bounds("window_start", since.lo_us - brokers.SEED_LOOKBACK_US, None, since.clusters)
+    seed = brokers.seed_before(lakehouse.read(GOLD_BROKER_REGISTRATIONS).where(lookback.sql()), starts)
+    rows = brokers.build_broker_registrations(metrics, seed, minutes)
+    window_bounds = since.since("window_start")
+    lakehouse.replace_scope(GOLD_BROKER_REGISTRATIONS, rows, starts, _from_time("window_start"), window_bounds)
+    release(starts)
 
 
 # --- bookkeeping -----------------------------------------------------------------------------------------------------

@@ -534,6 +534,45 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
     clustering=("cluster_id", "window_start"),
 )
 
+GOLD_BROKER_REGISTRATIONS = TableSpec(
+    "gold",
+    "broker_registrations",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("broker_id", "INT", "Broker"),
+        ("window_start", _TS, "Window start (epoch-aligned tumbling window, by the active controller's scrape time)"),
+        ("window_end", _TS, "Window end (exclusive)"),
+        (
+            "registration_state",
+            "STRING",
+            "active, fenced, controlled_shutdown or unregistered: the active controller's BrokerRegistrationState "
+            "for the broker at its last scrape in the window (KIP-1131)",
+        ),
+        (
+            "registration_state_code",
+            "INT",
+            "BrokerRegistrationState as reported: -1 unregistered, 10 fenced, 20 controlled shutdown, 30 active",
+        ),
+        (
+            "max_heartbeat_age_ms",
+            "BIGINT",
+            "Largest TimeSinceLastHeartbeatReceivedMs the active controller reported for the broker in the window",
+        ),
+        (
+            "fenced_at",
+            _TS,
+            "First scrape of the fenced stretch the broker is in at the window's end (across windows); NULL when "
+            "not fenced",
+        ),
+        ("controller_id", "INT", "The active controller whose scrapes the row is from (its last in the window)"),
+        ("scrapes", "BIGINT", "Active-controller scrapes reporting the broker in the window"),
+        ("last_scraped_at", _TS, "The last of those scrapes"),
+    ),
+    ("cluster_id", "broker_id", "window_start"),
+    "Per broker per window: registration state and heartbeat age as the active controller sees them (KIP-1131)",
+    clustering=("cluster_id", "window_start"),
+)
+
 GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_QUORUM_STATUS,
     GOLD_QUORUM_HEALTH,
@@ -543,6 +582,7 @@ GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_CONTROLLER_HEALTH,
+    GOLD_BROKER_REGISTRATIONS,
 )
 
 ALL_TABLES: tuple[TableSpec, ...] = (
