@@ -293,7 +293,7 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
         states.where(since.sql()).join(starts, key).where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
     )
     earlier = earlier_starts(episodes, starts, config.flap_window_minutes)
-    built = build_at_min_isr_episodes(history, earlier, config.flap_window_minutes)
+    built = build_at_min_isr_episodes(history, earlier, config.flap_window_minutes, config.min_isr_rule)
 
     def match(target: DataFrame, scope: DataFrame):
         return (

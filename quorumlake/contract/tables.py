@@ -379,6 +379,23 @@ _ISR_COUNTS = (
     ("under_min_isr", "INT", "Partitions offline or with fewer in-sync replicas than min ISR"),
     ("at_min_isr", "INT", "Partitions whose ISR size equals min ISR (KIP-427 AtMinIsr)"),
     ("under_replicated", "INT", "Partitions whose ISR is smaller than the replication factor"),
+    (
+        "under_min_isr_effective",
+        "INT",
+        "Partitions offline or with fewer in-sync replicas than min(min.insync.replicas, replica count), the "
+        "effective min ISR brokers judge acks=all writes by (KIP-966)",
+    ),
+    (
+        "at_min_isr_effective",
+        "INT",
+        "Partitions whose ISR size equals min(min.insync.replicas, replica count) (the brokers' AtMinIsr)",
+    ),
+    (
+        "min_isr_above_replicas",
+        "INT",
+        "Partitions whose min.insync.replicas exceeds their replica count (a misconfiguration: kafka-topics lists "
+        "them under min ISR for ever)",
+    ),
 )
 GOLD_ISR_HEALTH = TableSpec(
     "gold",
@@ -419,6 +436,12 @@ GOLD_AT_MIN_ISR_EPISODES = TableSpec(
         ("escalated", "BOOLEAN", "Reached under-min-ISR or offline inside the episode"),
         ("max_status", "STRING", "Worst status in the episode: at_min_isr, under_min_isr or offline"),
         ("bounces", "INT", "Earlier episodes of this partition that started within the flap window before this one"),
+        (
+            "min_isr_rule",
+            "STRING",
+            "The min-ISR rule the episode follows: effective (min(min.insync.replicas, replica count), as brokers "
+            "judge it) or kafka_topics (the raw min.insync.replicas, as kafka-topics lists it)",
+        ),
     ),
     ("cluster_id", "topic", "partition", "started_at"),
     "AtMinIsr episodes per partition (KIP-427)",
