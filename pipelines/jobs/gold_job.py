@@ -193,6 +193,8 @@ def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
         slo_ms=config.quorum_lag_time_slo_ms,
         window_minutes=config.window_minutes,
         stall_ms=config.high_watermark_stall_ms,
+        fetch_timeout_ms=config.quorum_fetch_timeout_ms,
+        offset_lag_slo=config.quorum_offset_lag_slo,
     )
     # voters_within_slo uses the replica SLO; the quorum snapshot SLO is on MaxFollowerLagTimeMs
     if config.replica_caught_up_slo_ms != config.quorum_lag_time_slo_ms:

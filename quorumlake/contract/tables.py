@@ -317,10 +317,27 @@ GOLD_QUORUM_STATUS = TableSpec(
         ("voters", "INT", "Number of voters"),
         ("voters_within_slo", "INT", "Voters whose caught-up lag is known and within the SLO (leader included)"),
         ("observers", "INT", "Number of observers"),
-        ("is_good", "BOOLEAN", "Has a leader and MaxFollowerLagTimeMs between 0 and the SLO"),
+        (
+            "is_good",
+            "BOOLEAN",
+            "Has a leader and MaxFollowerLagTimeMs between 0 and the SLO; false for an error response, no leader or a "
+            "lag over the SLO; NULL (unknown, not bad) when the lag time is unknown (-1) and no offset-lag SLO is set",
+        ),
         ("leader_change", "INT", "1 when the leader epoch rose since the previous snapshot (both known), else 0"),
         ("hw_last_increase_at", _TS, "When the high watermark last increased (looking back across windows)"),
         ("hw_stalled", "BOOLEAN", "High watermark known and not increased for longer than the stall threshold"),
+        (
+            "voters_lag_unknown",
+            "INT",
+            "Voters whose caught-up lag is unknown (DescribeQuorum v0, not yet heard from, or a --status capture "
+            "alone)",
+        ),
+        (
+            "voters_not_fetching",
+            "INT",
+            "Followers (voters) whose last fetch is older than quorum_fetch_timeout_ms; NULL when no follower's "
+            "fetch time is known",
+        ),
     ),
     ("cluster_id", "collected_at"),
     "Per quorum snapshot: leader, MaxFollowerLag/TimeMs as the CLI computes them, voters within the SLO",
@@ -345,7 +362,12 @@ GOLD_QUORUM_HEALTH = TableSpec(
         ("max_follower_lag", "BIGINT", "Largest MaxFollowerLag in the window (records)"),
         ("max_follower_lag_time_ms", "BIGINT", "Largest known MaxFollowerLagTimeMs in the window (-1 ignored)"),
         ("good_snapshots", "BIGINT", "Snapshots with a leader and MaxFollowerLagTimeMs within the SLO"),
-        ("sli", "DOUBLE", "good_snapshots / snapshots"),
+        (
+            "sli",
+            "DOUBLE",
+            "good_snapshots / (snapshots - unknown_snapshots): over the judged snapshots; NULL when none is",
+        ),
+        ("unknown_snapshots", "BIGINT", "Snapshots neither good nor bad: their lag time is unknown (is_good NULL)"),
     ),
     ("cluster_id", "window_start"),
     "Quorum health SLI per cluster per window",
@@ -367,7 +389,13 @@ GOLD_REPLICA_LAG_SLI = TableSpec(
         ("max_caught_up_lag_ms", "BIGINT", "Largest known caught-up lag (ms)"),
         ("max_fetch_age_ms", "BIGINT", "Largest known time since the last fetch (ms)"),
         ("good_snapshots", "BIGINT", "Snapshots with a known caught-up lag within the SLO"),
-        ("sli", "DOUBLE", "good_snapshots / snapshots"),
+        (
+            "sli",
+            "DOUBLE",
+            "good_snapshots / (snapshots - unknown_snapshots): over the snapshots with a known caught-up lag; NULL "
+            "when none has one",
+        ),
+        ("unknown_snapshots", "BIGINT", "Snapshots whose caught-up lag is unknown (neither good nor bad)"),
     ),
     ("cluster_id", "replica_id", "is_voter", "window_start"),
     "Replica lag SLI per replica per window",
