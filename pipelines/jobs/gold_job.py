@@ -149,6 +149,7 @@ def create_views(lakehouse: Lakehouse) -> None:
         "metadata_lag_warn_ms": config.metadata_lag_warn_ms,
         "stale_after_minutes": config.stale_after_minutes,
         "window_minutes": config.window_minutes,
+        "min_isr_rule": config.min_isr_rule,
     }
 
     lakehouse.define_views(view_statements(lakehouse.name_of, settings))
