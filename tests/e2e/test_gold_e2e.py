@@ -271,6 +271,8 @@ def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_n
         "leader_change": 1,
         "hw_last_increase_at": at("03:38:00"),
         "hw_stalled": False,
+        "voters_lag_unknown": 0,
+        "voters_not_fetching": 0,
     }
     assert changes["quorum_health"] == (
         {(v1, at("03:35:00"))},
@@ -308,6 +310,7 @@ def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_n
     )
     assert changes["metadata_offset_divergence"] == (set(), set(), {})
     assert changes["controller_health"] == (set(), set(), {})
+    assert changes["broker_registrations"] == (set(), set(), {})
 
     # Delta's own account of the run agrees: exactly those rows were inserted or updated, none deleted, and a
     # table whose inputs did not change got no commit at all
@@ -320,9 +323,11 @@ def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_n
         "at_min_isr_episodes": (0, 1, 0),
         "metadata_offset_divergence": (0, 0, 0),
         "controller_health": (0, 0, 0),
+        "broker_registrations": (0, 0, 0),
     }
     assert gold_versions(warehouse)["metadata_offset_divergence"] == versions["metadata_offset_divergence"]
     assert gold_versions(warehouse)["controller_health"] == versions["controller_health"]
+    assert gold_versions(warehouse)["broker_registrations"] == versions["broker_registrations"]
 
     # A run with nothing new: same contents, no new commit, no new data file
     versions, files = gold_versions(warehouse), data_files(warehouse)
