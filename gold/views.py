@@ -36,6 +36,7 @@ FLEET_OVERVIEW = ViewSpec(
             "or fenced brokers; stale: no quorum snapshot for the configured minutes. An unknown lag (n/a) is "
             "neither good nor bad",
         ),
+        ("status_rank", "Sort key of status, worst first: 1 critical, 2 warn, 3 stale, 4 ok"),
         ("leader_id", "Quorum leader in the latest snapshot"),
         ("leader_epoch", "Leader epoch in the latest snapshot"),
         ("max_follower_lag", "MaxFollowerLag in the latest snapshot (records)"),
@@ -142,8 +143,15 @@ FLEET_OVERVIEW = ViewSpec(
                < current_timestamp() - make_dt_interval(0, 0, {stale_after_minutes}, 0) AS is_stale
       FROM o)
     SELECT
-      cluster_id,
-      as_of,
+      cluster_id, as_of, status,
+      CASE status WHEN 'critical' THEN 1 WHEN 'warn' THEN 2 WHEN 'stale' THEN 3 ELSE 4 END AS status_rank,
+      leader_id, leader_epoch, max_follower_lag, max_follower_lag_time_ms, voters, voters_within_slo,
+      high_watermark_stalled, at_min_isr, under_min_isr, offline, worst_divergence_records, worst_last_applied_lag_ms,
+      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers,
+      is_good, voters_lag_unknown, voters_not_fetching, '{min_isr_rule}' AS min_isr_rule
+    FROM (
+    SELECT
+      f.*,
       CASE
         WHEN (has_quorum AND (error_code <> 0 OR leader_id IS NULL
                               OR (max_follower_lag_time_ms >= 0 AND voters_within_slo < floor(voters / 2) + 1)))
@@ -158,12 +166,8 @@ FLEET_OVERVIEW = ViewSpec(
              OR coalesce(fenced_brokers, 0) > 0 THEN 'warn'
         WHEN is_stale THEN 'stale'
         ELSE 'ok'
-      END AS status,
-      leader_id, leader_epoch, max_follower_lag, max_follower_lag_time_ms, voters, voters_within_slo,
-      high_watermark_stalled, at_min_isr, under_min_isr, offline, worst_divergence_records, worst_last_applied_lag_ms,
-      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers,
-      is_good, voters_lag_unknown, voters_not_fetching, '{min_isr_rule}' AS min_isr_rule
-    FROM f
+      END AS status
+    FROM f)
     """,
 )
 
@@ -233,114 +237,100 @@ PARTITIONS_AT_MIN_ISR = ViewSpec(
     """,
 )
 
-VIEWS = (FLEET_OVERVIEW, SLO_ATTAINMENT_DAILY, PARTITIONS_AT_MIN_ISR)
-
-
-@dataclass(frozen=True)
-class MetricViewSpec:
-    """A Unity Catalog metric view (Databricks SQL `CREATE VIEW ... WITH METRICS LANGUAGE YAML`): measures are
-    aggregate expressions over the source's rows, evaluated at whatever grain a query groups by, so a ratio measure
-    re-aggregates correctly in every BI tool. Open-source Spark cannot create one: locally the documented view
-    `gold.v_slo_attainment_daily` (additive counts + roll-up rule in its comments) stands in."""
-
-    name: str
-    yaml: str  # the metric view definition, with {gold.table} placeholders for the source
-
-
-QUORUM_SLO_METRICS = MetricViewSpec(
-    "gold.m_quorum_slo",
-    """\
-version: "1.1"
-comment: >-
-  Quorum SLO attainment over any slice of clusters and time: a quorum snapshot is good when it has a leader and
-  MaxFollowerLagTimeMs is between 0 and the SLO, unknown when its lag time is unknown. sli is sum(good) /
-  sum(judged snapshots) at the query's grain.
-source: {gold.quorum_status}
-dimensions:
-  - name: cluster_id
-    expr: cluster_id
-    comment: Cluster
-  - name: day
-    expr: DATE_TRUNC('DAY', collected_at)
-    comment: UTC day of the snapshot
-  - name: hour
-    expr: DATE_TRUNC('HOUR', collected_at)
-    comment: UTC hour of the snapshot
-  - name: window_start
-    expr: window_start
-    comment: Start of the tumbling window holding the snapshot
-measures:
-  - name: snapshots
-    expr: COUNT(1)
-    comment: Quorum snapshots, error responses included
-  - name: good_snapshots
-    expr: COUNT_IF(is_good)
-    comment: Snapshots with a leader and MaxFollowerLagTimeMs within the SLO
-  - name: unknown_snapshots
-    expr: COUNT_IF(is_good IS NULL)
-    comment: Snapshots whose lag time is unknown, neither good nor bad
-  - name: sli
-    expr: COUNT_IF(is_good) / NULLIF(COUNT_IF(is_good IS NOT NULL), 0)
-    comment: good_snapshots / judged snapshots over the rows of the query's grain (never an average of ratios)
-  - name: leader_changes
-    expr: SUM(leader_change)
-    comment: Leader epoch increases
-""",
+SLO_BURN_EPISODES = ViewSpec(
+    "gold.v_slo_burn_episodes",
+    "SLO burn episodes: runs of 5-minute windows with fast_burn (page) or slow_burn (ticket) in gold.slo_burn, per "
+    "cluster and SLO. An episode ends at a window with events that is not burning, or when no window with events "
+    "follows within its long lookback (1 hour for fast, 6 hours for slow); ended_at is NULL while it goes on",
+    (
+        ("cluster_id", "Cluster"),
+        ("slo", "SLO: quorum_lag, write_availability or metadata_freshness"),
+        ("kind", "fast (1h and 5m burn rates above 14.4: page) or slow (6h and 30m above 6: ticket)"),
+        ("started_at", "Start of the episode's first burning window"),
+        ("ended_at", "End of its last burning window; NULL while the episode goes on"),
+        ("windows", "Burning windows in the episode"),
+        ("peak_burn_rate", "Highest burn rate over the long lookback (1h for fast, 6h for slow) in the episode"),
+        ("objective", "The SLO's objective"),
+    ),
+    """
+    WITH k AS (
+      SELECT cluster_id, slo, window_start, window_end, objective, 'fast' AS kind, fast_burn AS burning,
+             burn_rate_1h AS rate, 60 AS long_minutes
+      FROM {gold.slo_burn}
+      UNION ALL
+      SELECT cluster_id, slo, window_start, window_end, objective, 'slow', slow_burn, burn_rate_6h, 360
+      FROM {gold.slo_burn}),
+    m AS (
+      SELECT *, lag(burning) OVER s AS prev_burning, lag(window_start) OVER s AS prev_start,
+             lead(window_start) OVER s AS next_start
+      FROM k WINDOW s AS (PARTITION BY cluster_id, slo, kind ORDER BY window_start)),
+    e AS (
+      SELECT *, sum(CASE WHEN burning AND (prev_burning IS NULL OR NOT prev_burning
+                                           OR window_start > prev_start + make_dt_interval(0, 0, long_minutes, 0))
+                         THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY cluster_id, slo, kind ORDER BY window_start
+                        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS episode
+      FROM m)
+    SELECT cluster_id, slo, kind, min(window_start) AS started_at,
+           CASE WHEN max_by(next_start, window_start) IS NULL THEN NULL ELSE max(window_end) END AS ended_at,
+           count(*) AS windows, max(rate) AS peak_burn_rate, max(objective) AS objective
+    FROM e
+    WHERE burning
+    GROUP BY cluster_id, slo, kind, episode
+    """,
 )
 
-REPLICA_SLO_METRICS = MetricViewSpec(
-    "gold.m_replica_slo",
-    """\
-version: "1.1"
-comment: >-
-  Replica caught-up-lag SLO attainment over any slice of clusters, replicas and time, from the per-window counts of
-  gold.replica_lag_sli: sli is sum(good_snapshots) / (sum(snapshots) - sum(unknown_snapshots)) at the query's grain.
-source: {gold.replica_lag_sli}
-dimensions:
-  - name: cluster_id
-    expr: cluster_id
-    comment: Cluster
-  - name: replica_id
-    expr: replica_id
-    comment: Replica (node) id
-  - name: is_voter
-    expr: is_voter
-    comment: Voter (true) or observer (false)
-  - name: day
-    expr: DATE_TRUNC('DAY', window_start)
-    comment: UTC day of the window
-  - name: window_start
-    expr: window_start
-    comment: Window start
-measures:
-  - name: snapshots
-    expr: SUM(snapshots)
-    comment: Replica snapshots
-  - name: good_snapshots
-    expr: SUM(good_snapshots)
-    comment: Replica snapshots with a known caught-up lag within the SLO
-  - name: unknown_snapshots
-    expr: SUM(unknown_snapshots)
-    comment: Replica snapshots whose caught-up lag is unknown, neither good nor bad
-  - name: sli
-    expr: SUM(good_snapshots) / NULLIF(SUM(snapshots) - SUM(unknown_snapshots), 0)
-    comment: good_snapshots / snapshots with a known lag over the rows of the query's grain (never an average of ratios)
-  - name: max_caught_up_lag_ms
-    expr: MAX(max_caught_up_lag_ms)
-    comment: Largest known caught-up lag (ms)
-""",
+SLO_ATTAINMENT_BY_COHORT = ViewSpec(
+    "gold.v_slo_attainment_by_cohort",
+    "SLO attainment by cohort over the 28 UTC days ending with the latest day in gold.slo_budget: each cluster-day of "
+    "gold.slo_budget in the cohort its gold.cluster_cohorts row names (a cluster upgraded within the span counts in "
+    "both cohorts, by day), one row per SLO, dimension (kafka_version, metadata_version, quorum_mode) and cohort. "
+    "attainment is sum(good) / sum(total) over the cohort's events, never an average of the clusters' ratios",
+    (
+        ("slo", "SLO: quorum_lag, write_availability or metadata_freshness"),
+        ("dimension", "What the cohorts are cut by: kafka_version, metadata_version or quorum_mode"),
+        ("cohort", "The cohort's value (e.g. 4.1, 4.1-IV1, dynamic); unknown where the landing zone does not show it"),
+        ("clusters", "Clusters with days in the cohort"),
+        ("days", "UTC days of the span with events in the cohort"),
+        ("good", "Good events of the cohort in the span (additive: sum it)"),
+        ("total", "Events of the cohort in the span (additive: sum it)"),
+        ("attainment", "good / total: the cohort's share of good events"),
+        ("objective", "The SLO's objective"),
+        ("budget_remaining", "1 - (1 - attainment) / (1 - objective): the cohort's error budget left; negative: spent"),
+        ("from_day", "First day of the span"),
+        ("to_day", "Last day of the span (the latest day in gold.slo_budget)"),
+    ),
+    """
+    WITH span AS (SELECT max(day) AS to_day, date_sub(max(day), 27) AS from_day FROM {gold.slo_budget}),
+    b AS (
+      SELECT b.slo, b.cluster_id, b.day, b.good, b.total, b.objective, c.kafka_version, c.metadata_version,
+             c.quorum_mode, span.from_day, span.to_day
+      FROM {gold.slo_budget} b
+      CROSS JOIN span
+      LEFT JOIN {gold.cluster_cohorts} c ON c.cluster_id = b.cluster_id AND c.day = b.day
+      WHERE b.day >= span.from_day),
+    d AS (
+      SELECT *, 'kafka_version' AS dimension, coalesce(kafka_version, 'unknown') AS cohort FROM b
+      UNION ALL
+      SELECT *, 'metadata_version', coalesce(metadata_version, 'unknown') FROM b
+      UNION ALL
+      SELECT *, 'quorum_mode', coalesce(quorum_mode, 'unknown') FROM b)
+    SELECT slo, dimension, cohort, count(DISTINCT cluster_id) AS clusters, count(DISTINCT day) AS days,
+           sum(good) AS good, sum(total) AS total, sum(good) / sum(total) AS attainment, max(objective) AS objective,
+           1 - (1 - sum(good) / sum(total)) / (1 - max(objective)) AS budget_remaining, min(from_day) AS from_day,
+           min(to_day) AS to_day
+    FROM d
+    GROUP BY slo, dimension, cohort
+    """,
 )
 
-METRIC_VIEWS = (QUORUM_SLO_METRICS, REPLICA_SLO_METRICS)
-
-
-def metric_view_statements(resolve: Callable[[str], str]) -> list[str]:
-    """CREATE OR REPLACE VIEW ... WITH METRICS statements (Databricks SQL only), names resolved like the views'."""
-    statements = []
-    for view in METRIC_VIEWS:
-        body = resolve_names(view.yaml, resolve)
-        statements.append(f"CREATE OR REPLACE VIEW {resolve(view.name)} WITH METRICS LANGUAGE YAML AS $$\n{body}$$")
-    return statements
+VIEWS = (
+    FLEET_OVERVIEW,
+    SLO_ATTAINMENT_DAILY,
+    PARTITIONS_AT_MIN_ISR,
+    SLO_BURN_EPISODES,
+    SLO_ATTAINMENT_BY_COHORT,
+)
 
 
 def view_statements(resolve: Callable[[str], str], settings: dict[str, object]) -> list[str]:

@@ -38,6 +38,10 @@ class Config:
     # `files`: Spark's open-source file source; `autoloader`: Databricks' cloudFiles. Same code path otherwise.
     ingest_mode: str = "files"
     max_files_per_trigger: int = 1000
+    # Auto Loader only: delete a landing file this many days after bronze ingested it (cloudFiles.cleanSource,
+    # quorumlake.pipelines.storage.autoloader); 0 keeps every landing file. Set only by the deployment that owns the
+    # landing volume.
+    landing_retention_days: int = 0
     # A landing folder in which nothing changed for this many minutes is settled: later runs check only its
     # modification time instead of listing its files again (0: list every file on every run).
     landing_settle_minutes: int = 60
@@ -104,6 +108,10 @@ class Config:
     # a new leader not yet fetched from): such a snapshot is good when its MaxFollowerLag is at most this. -1: off,
     # and such snapshots are unknown (neither good nor bad).
     quorum_offset_lag_slo: int = -1
+    # SLO objectives (the share of good events) behind gold.slo_budget and gold.slo_burn, each between 0 and 1.
+    slo_objective_quorum_lag: float = 0.999
+    slo_objective_write_availability: float = 0.999
+    slo_objective_metadata_freshness: float = 0.99
     # Testing hook of the crash harness (tests/e2e/test_crash.py): the run kills itself with SIGKILL when it reaches
     # the named point (see pipelines/faults.py). Never set in production.
     crash_at: str | None = None
@@ -135,6 +143,11 @@ class Config:
                 raise ConfigError(f"{f.name} must be an integer, not {value!r}")
             if f.name in _STR_SETTINGS and value is not None and not isinstance(value, str):
                 raise ConfigError(f"{f.name} must be a string, not {value!r}")
+            if f.name in _FLOAT_SETTINGS:
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    raise ConfigError(f"{f.name} must be a number, not {value!r}")
+                if not 0 < value < 1:
+                    raise ConfigError(f"{f.name} must be between 0 and 1 (exclusive), not {value!r}")
         # Names and paths are spliced into SQL (CREATE SCHEMA <catalog>.<prefix>bronze LOCATION '<path>'), so only
         # what needs no quoting is accepted: an injection attempt is a configuration error, not a statement.
         if self.catalog is not None and not _IDENTIFIER.fullmatch(self.catalog):
@@ -182,6 +195,7 @@ class Config:
             "stale_after_minutes",
             "small_run_bytes",
             "landing_settle_minutes",
+            "landing_retention_days",
         ):
             if int(getattr(self, name)) < 0:
                 raise ConfigError(f"{name} must not be negative")
@@ -212,6 +226,7 @@ def now_ms() -> datetime:
 
 _INT_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", int)}
 _STR_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("str", "str | None", str)}
+_FLOAT_SETTINGS = {f.name for f in dataclasses.fields(Config) if f.type in ("float", float)}
 _PATH_SETTINGS = ("landing", "warehouse", "checkpoint_root")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 _PREFIX = re.compile(r"[A-Za-z0-9_]{0,100}")
@@ -237,6 +252,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     for key, value in data.items():
         if key in _INT_SETTINGS and (not isinstance(value, int) or isinstance(value, bool)):
             raise ConfigError(f"config file {p}: {key} must be an integer")
+        if key in _FLOAT_SETTINGS and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+            raise ConfigError(f"config file {p}: {key} must be a number")
         if key == "run_at":
             raise ConfigError(f"config file {p}: run_at is set by the run itself")
     return data
@@ -254,6 +271,11 @@ def typed_settings(pairs: list[tuple[str, str]]) -> dict[str, Any]:
                 out[key] = int(value)
             except ValueError:
                 raise ConfigError(f"--set: {key} must be an integer, not {value!r}") from None
+        elif key in _FLOAT_SETTINGS:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                raise ConfigError(f"--set: {key} must be a number, not {value!r}") from None
         else:
             out[key] = value or None
     return out

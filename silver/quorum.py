@@ -37,6 +37,10 @@ RESPONSE_SCHEMA = (
 RAW_RESPONSE_SCHEMA = (
     RESPONSE_SCHEMA.replace("BIGINT", "STRING").replace("INT>", "STRING>").replace(": INT,", ": STRING,")
 )
+# The envelope around the response, with what the collector records of the node that answered: its release and the
+# cluster's finalized feature levels (an object read as its JSON text, so that a malformed one cannot make the whole
+# record unreadable; its levels are read from that text).
+_ENVELOPE_SCHEMA = RESPONSE_SCHEMA + ", kafka_version STRING, finalized_features STRING"
 _PARTITION_NUMBERS = ("partitionIndex", "errorCode", "leaderId", "leaderEpoch", "highWatermark")
 _REPLICA_NUMBERS = ("replicaId", "logEndOffset", "lastFetchTimestamp", "lastCaughtUpTimestamp")
 _REPLICA_TIMESTAMPS = ("lastFetchTimestamp", "lastCaughtUpTimestamp")
@@ -84,10 +88,15 @@ def _parse_admin(records: DataFrame) -> DataFrame:
     """The records with `_r`, the typed response, and `_range_error`, why its numbers are unusable (or NULL)."""
     typed = parsed_once(
         records,
-        _r=F.from_json("payload", RESPONSE_SCHEMA).getField("response"),
+        _doc=F.from_json("payload", _ENVELOPE_SCHEMA),
         _raw=F.from_json("payload", RAW_RESPONSE_SCHEMA).getField("response"),
+    ).select(
+        "*",
+        F.col("_doc.response").alias("_r"),
+        F.col("_doc.kafka_version").alias("_kafka_version"),
+        F.col("_doc.finalized_features").alias("_features"),
     )
-    return parsed_once(typed, _range_error=_range_errors(F.col("_r"), F.col("_raw"))).drop("_raw")
+    return parsed_once(typed.drop("_doc"), _range_error=_range_errors(F.col("_r"), F.col("_raw"))).drop("_raw")
 
 
 def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
@@ -145,6 +154,7 @@ def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.lit(None).cast("bigint").alias("cli_max_follower_lag_time_ms"),
         F.array("record_id").alias("record_ids"),
         "ingested_at",
+        *_reported_by_collector(F.col("_kafka_version"), F.col("_features")),
         F.lit(1).alias("_rank"),
         F.col("record_id").alias("_winner"),
     )
@@ -187,6 +197,24 @@ def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         .transform(_with_lags)
     )
     return snapshots, replicas, out_of_range.unionByName(bad_shape).unionByName(missing)
+
+
+def _reported_by_collector(version: Column, features_json: Column) -> list[Column]:
+    """kafka_version, metadata_version_level and kraft_version from the envelope's optional `kafka_version` and
+    `finalized_features` (NULL when absent; a level that is not an integer is unknown; kraft.version is 0 when the
+    recorded features omit it, as Kafka lists only levels above 0)."""
+    features = F.from_json(features_json, "MAP<STRING, STRING>")
+
+    def level(name: str) -> Column:
+        return features[name].try_cast("int")
+
+    return [
+        F.nullif(F.trim(version), F.lit("")).alias("kafka_version"),
+        level("metadata.version").alias("metadata_version_level"),
+        F.when(
+            features.isNotNull(), F.when(features["kraft.version"].isNull(), F.lit(0)).otherwise(level("kraft.version"))
+        ).alias("kraft_version"),
+    ]
 
 
 def _range_errors(typed: Column, raw: Column) -> Column:
@@ -420,6 +448,9 @@ def _from_cli(parsed: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.col("_s.max_follower_lag_time_ms").alias("cli_max_follower_lag_time_ms"),
         F.filter(F.array("_rep_record", "_status_record"), lambda x: x.isNotNull()).alias("record_ids"),
         "ingested_at",
+        F.lit(None).cast("string").alias("kafka_version"),
+        F.lit(None).cast("int").alias("metadata_version_level"),
+        F.lit(None).cast("int").alias("kraft_version"),
         F.lit(0).alias("_rank"),
         "_winner",
     )

@@ -16,7 +16,7 @@ from typing import NoReturn
 from quorumlake.contract.tables import LAYERS
 from quorumlake.pipelines.app.lock import Busy
 from quorumlake.pipelines.config import ConfigError
-from quorumlake.pipelines.errors import RuntimeFailure, UsageError, one_line
+from quorumlake.pipelines.errors import EXIT_DEGRADED, RuntimeFailure, UsageError, one_line
 
 EXIT_USAGE = 2
 EXIT_BUSY = 3
@@ -43,10 +43,31 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stats", metavar="FILE", help="also write seconds per layer and rows per table as JSON")
     run.add_argument(
         "--full-refresh",
-        action="store_true",
+        nargs="?",
+        const=True,
+        default=False,
+        type=_boolean,
+        metavar="BOOL",
         help="rebuild the given --layers from scratch: silver and gold from bronze, bronze (only when "
-        "listed) from the landing zone; see docs/operations.md, 'Recovery'",
+        "listed) from the landing zone; see docs/operations.md, 'Recovery' (a value, true or false, for a scheduler "
+        "that always passes the flag)",
     )
+    run.add_argument(
+        "--outcome-since",
+        type=_timestamp,
+        metavar="TIME",
+        help="exit 4 if any run since this ISO 8601 time (UTC unless it says otherwise) could not ingest a landing "
+        "file or quarantined a whole silver batch (default: since this run's start); see docs/operations.md",
+    )
+    run.add_argument(
+        "--degraded-exit-code",
+        type=_exit_code,
+        default=EXIT_DEGRADED,
+        metavar="N",
+        help=f"the exit code of such a run (default: {EXIT_DEGRADED}; 0 leaves the report to a later task)",
+    )
+    # set by the quorumlake-<layer> entry points: run this layer, if --layers names it
+    run.add_argument("--layer", choices=LAYERS, help=argparse.SUPPRESS)
     _add_wait(run)
     _add_common(run, landing=True)
 
@@ -68,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("--out", metavar="PATH", required=True, help="landing zone root to write")
     _add_fleet(gen)
+    gen.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="outages at chosen times: a JSON list of {cluster, kind, start_ms, end_ms, nodes?} (kinds voter-cut-off, "
+        "brokers-down, applier-frozen; see quorumlake.simulator.plan)",
+    )
 
     demo = commands.add_parser(
         "demo",
@@ -255,6 +282,35 @@ def _add_common(p: argparse.ArgumentParser, landing: bool) -> None:
     p.add_argument("--config", metavar="FILE", help="TOML file of settings (see docs/configuration.md)")
 
 
+def _boolean(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no", ""):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _timestamp(text: str):
+    from datetime import datetime, timezone
+
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _exit_code(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value <= 125:
+        raise argparse.ArgumentTypeError("must be between 0 and 125")
+    return value
+
+
 def _setting(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
@@ -296,13 +352,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def layer_main(layer: str):
-    """An entry point that runs one layer (`quorumlake-bronze ...`), as the Databricks job tasks call it."""
+    """An entry point that runs one layer (`quorumlake-bronze ...`), as the Databricks job tasks call it: the layer,
+    if `--layers` (default: every layer) names it, else nothing; the job passes its `layers` parameter to every task.
+    Called as a console script (no `argv`), a non-zero code is raised as SystemExit: Databricks may call a wheel
+    task's entry point as a function and ignore what it returns."""
 
     def entry(argv: Sequence[str] | None = None) -> int:
         args = list(sys.argv[1:] if argv is None else argv)
         if any(a in ("-h", "--help") for a in args):
             build_parser().parse_args(["run", "--help"])
-        return main(["run", "--layers", layer, *args])
+        code = main(["run", "--layer", layer, *args])
+        if code and argv is None:
+            raise SystemExit(code)
+        return code
 
     entry.__name__ = f"{layer}_main"
     return entry

@@ -14,13 +14,14 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from quorumlake.contract.tables import LAYERS
 from quorumlake.pipelines.app.lock import warehouse_lock
 from quorumlake.pipelines.app.output import format_rows, progress_bar, run_summary
 from quorumlake.pipelines.config import Config, build_config, now_ms, typed_settings
-from quorumlake.pipelines.errors import RuntimeFailure, UsageError, one_line
+from quorumlake.pipelines.errors import EXIT_DEGRADED, RuntimeFailure, UsageError, one_line
 from quorumlake.pipelines.progress import Progress, progress
 
 # --- settings and the lakehouse ----------------------------------------------------------------------------------
@@ -101,15 +102,30 @@ def _check_reachable(url: str, timeout_s: float = 10.0) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = config_of(args)
+    layers = args.layers
+    if args.layer is not None:  # quorumlake-<layer>: that layer, if --layers names it
+        layers = (args.layer,) if args.layer in args.layers else ()
+        if not layers:
+            progress(f"{args.layer}: not in --layers {','.join(args.layers)}: nothing to do")
+            if args.outcome_since is None:
+                return 0
     with warehouse_lock(config.warehouse, args.wait):
-        return run(config, args.layers, args.stats, args.full_refresh)
+        return run(config, layers, args.stats, args.full_refresh, args.outcome_since, args.degraded_exit_code)
 
 
 def run(
-    config: Config, layers: tuple[str, ...] = LAYERS, stats_file: str | None = None, full_refresh: bool = False
+    config: Config,
+    layers: tuple[str, ...] = LAYERS,
+    stats_file: str | None = None,
+    full_refresh: bool = False,
+    outcome_since: datetime | None = None,
+    degraded_exit_code: int = EXIT_DEGRADED,
 ) -> int:
-    """Run the given layers (a full refresh of them first if asked) and print rows added per table."""
-    if config.ingest_mode == "files" and "bronze" in layers and not Path(config.landing).is_dir():
+    """Run the given layers (a full refresh of them first if asked) and print rows added per table. The exit code is
+    0, or `degraded_exit_code` when this run (or any since `outcome_since`) could not ingest a landing file or
+    quarantined a whole silver batch (quorumlake.pipelines.jobs.outcome)."""
+    local_landing = "://" not in config.landing and not config.landing.startswith("dbfs:")
+    if config.ingest_mode == "files" and "bronze" in layers and local_landing and not Path(config.landing).is_dir():
         raise UsageError(f"landing folder not found: {config.landing}")
     from pyspark.sql import SparkSession
 
@@ -138,6 +154,16 @@ def run(
         Path(stats_file).write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     sys.stdout.write(run_summary(summaries))
     progress(f"run finished in {time.monotonic() - started:.1f}s (run_at {config.run_at.isoformat()})")
+    from quorumlake.pipelines.jobs.outcome import run_outcome
+
+    # this run alone quarantined nothing (failed files and whole batches are counted there too): nothing to look up
+    if outcome_since is None and not any(s.rows_quarantined for s in summaries):
+        return 0
+    outcome = run_outcome(lakehouse, outcome_since or config.run_at)
+    if outcome.degraded:
+        since = "this run" if outcome_since is None else f"the runs since {outcome_since.isoformat()}"
+        progress(f"{since}: {outcome.describe()}: exit {degraded_exit_code} (docs/operations.md, 'Exit codes')")
+        return degraded_exit_code
     return 0
 
 
@@ -176,8 +202,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _fleet_spec(args: argparse.Namespace):
-    from quorumlake.simulator import FleetSpec
+    from quorumlake.simulator import FleetSpec, load_plan
 
+    plan = getattr(args, "plan", None)
     return FleetSpec(
         clusters=args.clusters,
         brokers=args.brokers,
@@ -188,6 +215,7 @@ def _fleet_spec(args: argparse.Namespace):
         interval_s=args.interval_s,
         scenarios=tuple(args.scenario or ("healthy",)),
         seed=args.seed,
+        plan=load_plan(plan) if plan else (),
     )
 
 

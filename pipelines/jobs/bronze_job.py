@@ -20,12 +20,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from quorumlake.bronze.raw import PIECE_SCHEMA, build_raw_records, line_pieces
 from quorumlake.contract.tables import BRONZE_INGEST_RUNS, BRONZE_SOURCES
 from quorumlake.pipelines.config import Config
 from quorumlake.pipelines.engine.session import cached, release, runs_remotely
 from quorumlake.pipelines.jobs.faults import describe, fail_if, reached
+from quorumlake.pipelines.jobs.outcome import GIVEN_UP, NOT_INGESTED
 from quorumlake.pipelines.progress import Progress
 from quorumlake.pipelines.storage import Attempt, Bounds, Lakehouse
 from quorumlake.pipelines.storage.landing import (
@@ -189,7 +191,7 @@ def _ingest(lakehouse: Lakehouse, files: list[LandingFile], given_up: bool = Fal
     """Read a chunk of files, insert their records, then record the files as ingested."""
     config = lakehouse.config
     if given_up:
-        reason = f"not read: {GIVE_UP_AFTER} runs died ingesting this file alone (out of memory?); a new version is"
+        reason = f"{GIVEN_UP}{GIVE_UP_AFTER} runs died ingesting this file alone (out of memory?); a new version is"
         contents = [FileContent(f, None, None, f"{reason} read again") for f in files]
     else:
         contents = [read_file(f, config.max_file_bytes, config.max_decompressed_bytes) for f in files]
@@ -218,7 +220,7 @@ def _insert_or_isolate(lakehouse: Lakehouse, source: str, contents: list[FileCon
         return
     except Exception as exc:  # whatever the failure, it must cost only the file it came from
         if len(contents) == 1 and retried:
-            failed = FileContent(contents[0].file, None, None, f"could not be ingested: {describe(exc)}")
+            failed = FileContent(contents[0].file, None, None, f"{NOT_INGESTED}{describe(exc)}")
             _insert_files(lakehouse, source, [failed])
             return
     for content in contents:
@@ -299,10 +301,56 @@ def insert_records(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:
 
 
 def _run_streams(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
-    """Auto Loader (or Spark's file source for a remote landing root): discovery by the stream's checkpoint."""
+    """Auto Loader (or Spark's file source for a remote landing root): discovery by the stream's checkpoint, each
+    micro-batch handed to `StreamBatch`."""
     config = lakehouse.config
     for source, spec in BRONZE_SOURCES.items():
         progress(f"bronze: ingesting {lakehouse.landing_path(source)}/ -> {spec.name}")
-        lakehouse.stream_landing_files(source, lambda files, source=source: insert_records(lakehouse, source, files))
+        lakehouse.stream_landing_files(source, StreamBatch(config, source))
     ingested = lakehouse.count_ingested(list(BRONZE_SOURCES.values()), config.run_at)
     return [BronzeCounts(spec.name, *ingested[spec.name]) for spec in BRONZE_SOURCES.values()]
+
+
+@dataclass(frozen=True)
+class StreamBatch:
+    """What Auto Loader (on Databricks) or Spark's file stream source calls with each micro-batch of one landing
+    source's files (foreachBatch). It carries the run's settings, not a session: under Spark Connect (serverless)
+    it is pickled and called in a Python process of the server, whose session is the batch's own."""
+
+    config: Config
+    source: str
+
+    def __call__(self, files: DataFrame, _batch_id: int) -> None:
+        ingest_batch(Lakehouse(files.sparkSession, self.config), self.source, files)
+
+
+# a file whose records could not be inserted: no content, the failure as its read error
+_FAILED_FILE_SCHEMA = (
+    "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY, data BINARY, read_error STRING"
+)
+
+
+def ingest_batch(lakehouse: Lakehouse, source: str, files: DataFrame) -> None:
+    """Insert the records of a micro-batch of landing files (columns of BINARY_FILE_SCHEMA), then record the files in
+    bronze.ingest_runs, as the listing path does. Should the batch fail for a reason no parser foresaw, its files are
+    tried one by one, and a file that still fails becomes one bronze row whose parse_error is the failure: it costs
+    that file, never the run, and the stream moves past it. Idempotent: a batch handed over again (its run crashed
+    before the checkpoint commit) adds nothing twice."""
+    config = lakehouse.config
+    files = files.select("path", "modificationTime", "length", "content")
+    listed = [(r["path"], r["length"], r["modificationTime"]) for r in files.drop("content").collect()]
+    if not listed:
+        return
+    try:
+        fail_if(config, "bronze", *(path for path, _, _ in listed))
+        insert_records(lakehouse, source, files)
+    except Exception:  # whatever the failure, it must cost only the file it came from
+        for path, size, modified_at in listed:
+            try:
+                fail_if(config, "bronze", path)
+                insert_records(lakehouse, source, files.where(F.col("path") == path))
+            except Exception as exc:
+                failed = [(path, modified_at, size, None, None, f"{NOT_INGESTED}{describe(exc)}")]
+                insert_records(lakehouse, source, lakehouse.spark.createDataFrame(failed, _FAILED_FILE_SCHEMA))
+    recorded = [(source, path, size, modified_at, config.run_at) for path, size, modified_at in listed]
+    lakehouse.insert_new(BRONZE_INGEST_RUNS, lakehouse.spark.createDataFrame(recorded, BRONZE_INGEST_RUNS.spark_schema))

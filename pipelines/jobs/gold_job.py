@@ -12,12 +12,15 @@ re-opens exactly the windows and episodes it touches.
 - partition states -> gold.isr_health and gold.isr_health_by_topic per snapshot, gold.at_min_isr_episodes per
   partition from the start of the episode the earliest change falls in;
 - node metrics -> gold.metadata_offset_divergence for the scrapes within the pairing tolerance of the changes, and
-  gold.controller_health for the node windows the changes fall in.
+  gold.controller_health for the node windows the changes fall in;
+- then all of them -> gold.slo_burn, gold.slo_budget and gold.cluster_cohorts for the windows and days they touch
+  (`slo_job`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -25,7 +28,12 @@ from pyspark.sql import functions as F
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_BROKER_REGISTRATIONS,
+    GOLD_CLUSTER_COHORTS,
     GOLD_CONTROLLER_HEALTH,
+    GOLD_DIM_CLUSTER,
+    GOLD_DIM_DATE,
+    GOLD_DIM_NODE,
+    GOLD_DIMENSIONS,
     GOLD_ISR_HEALTH,
     GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_METADATA_OFFSET_DIVERGENCE,
@@ -40,6 +48,7 @@ from quorumlake.contract.tables import (
 )
 from quorumlake.gold import brokers
 from quorumlake.gold.controller import build_controller_health
+from quorumlake.gold.dims import build_dim_cluster, build_dim_date, build_dim_node
 from quorumlake.gold.divergence import build_metadata_offset_divergence, divergence_scope
 from quorumlake.gold.isr import (
     build_at_min_isr_episodes,
@@ -48,6 +57,8 @@ from quorumlake.gold.isr import (
     earlier_starts,
     episode_scope,
 )
+from quorumlake.gold.keys import constraint_statements
+from quorumlake.gold.metric_views import metric_view_statements
 from quorumlake.gold.quorum import (
     build_quorum_health,
     build_quorum_status,
@@ -57,8 +68,10 @@ from quorumlake.gold.quorum import (
 )
 from quorumlake.gold.replicas import build_replica_lag_sli
 from quorumlake.gold.views import view_statements
+from quorumlake.pipelines.config import Config
 from quorumlake.pipelines.engine.session import cached, release
 from quorumlake.pipelines.jobs.faults import reached
+from quorumlake.pipelines.jobs.slo_job import slo_step
 from quorumlake.pipelines.progress import Progress
 from quorumlake.pipelines.storage import Bounds, Lakehouse
 
@@ -79,7 +92,7 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
         if upto != after:
             plans[spec.name] = lakehouse.version_ranges(spec, after, upto)
     versions = dict(done)
-    written = {spec.name: 0 for spec in GOLD_TABLES}
+    written = {spec.name: 0 for spec in (*GOLD_TABLES, *GOLD_DIMENSIONS)}
     rounds = max((len(ranges) for ranges in plans.values()), default=0)
     for i in range(rounds):
         ranges = {name: plan[i] for name, plan in plans.items() if i < len(plan)}
@@ -92,7 +105,67 @@ def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
             reached(config, "gold:round")
     if versions != done:
         lakehouse.save_progress(CONSUMER, versions, hold=True)  # the run writes the ledger once, when it ends
+    if config.catalog:
+        # Unity Catalog keeps the views between runs: each gold run publishes them with its own settings (the
+        # bundle's stale_after_minutes, ...), and the metric views over them; and adds the star schema's keys a table
+        # does not have yet
+        create_views(lakehouse)
+        added = _add_keys(lakehouse)
+        progress(f"gold: views and metric views published; {added} key constraints added")
     return written
+
+
+def _add_keys(lakehouse: Lakehouse) -> int:
+    """Add the informational primary and foreign keys of quorumlake.gold.keys that gold's tables lack (Unity
+    Catalog only); returns how many statements ran."""
+    catalog, schema = lakehouse.schema_name("gold").split(".", 1)
+    existing = {
+        r["constraint_name"]
+        for r in lakehouse.query(
+            f"SELECT constraint_name FROM `{catalog}`.information_schema.table_constraints "
+            f"WHERE table_schema = '{schema}'"
+        ).collect()
+    }
+    statements = constraint_statements(lakehouse.name_of, existing)
+    for statement in statements:
+        lakehouse.query(statement).collect()
+    return len(statements)
+
+
+def _dimensions(lakehouse: Lakehouse, changed: dict[str, DataFrame]) -> None:
+    """Merge what silver's changes say about clusters, nodes and days into gold's dimensions (quorumlake.gold.dims):
+    the dimension rows of the keys the changes touch are rebuilt from the changes and those rows themselves."""
+    snapshots, replicas = changed.get(SILVER_QUORUM_SNAPSHOTS.name), changed.get(SILVER_REPLICA_STATES.name)
+    partitions, metrics = changed.get(SILVER_PARTITION_STATES.name), changed.get(SILVER_NODE_METRICS.name)
+    clusters = [b.select("cluster_id") for b in (snapshots, partitions, metrics) if b is not None]
+    if clusters:
+        keys = _union(clusters).distinct()
+        existing = lakehouse.read(GOLD_DIM_CLUSTER).join(keys, "cluster_id", "left_semi")
+        cohorts = lakehouse.read(GOLD_CLUSTER_COHORTS).join(keys, "cluster_id", "left_semi")
+        rows = build_dim_cluster(snapshots, partitions, metrics, existing, cohorts)
+        lakehouse.replace_groups(GOLD_DIM_CLUSTER, rows, keys)
+    nodes = [
+        b.select("cluster_id", F.col(c).alias("node_id"))
+        for b, c in ((replicas, "replica_id"), (metrics, "node_id"))
+        if b is not None
+    ]
+    if nodes:
+        keys = _union(nodes).where(F.col("node_id").isNotNull()).distinct()
+        existing = lakehouse.read(GOLD_DIM_NODE).join(keys, ["cluster_id", "node_id"], "left_semi")
+        lakehouse.replace_groups(GOLD_DIM_NODE, build_dim_node(replicas, metrics, existing), keys)
+    times = [
+        b.select(F.to_date(c).alias("date"))
+        for b, c in (
+            (snapshots, "collected_at"),
+            (replicas, "collected_at"),
+            (partitions, "collected_at"),
+            (metrics, "scraped_at"),
+        )
+        if b is not None
+    ]
+    held = lakehouse.read(GOLD_DIM_DATE).agg(F.min("date").alias("lo"), F.max("date").alias("hi"))
+    days = _union([*times, held.select(F.col("lo").alias("date")), held.select(F.col("hi").alias("date"))])
+    lakehouse.insert_new(GOLD_DIM_DATE, build_dim_date(days.where(F.col("date").isNotNull())))
 
 
 def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: Progress) -> dict[str, int]:
@@ -104,9 +177,9 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             batch = lakehouse.changes(spec, lo, hi).where(F.col("_change_type") != "update_preimage")
             if lakehouse.changes_hold_rows(spec, lo, hi, batch):  # silver's appends: its log says, no query
                 changed[spec.name] = cached(batch)  # only a batch with rows is kept
-    written = {spec.name: 0 for spec in GOLD_TABLES}
+    written = {spec.name: 0 for spec in (*GOLD_TABLES, *GOLD_DIMENSIONS)}
     if changed:
-        versions_before = {spec.name: lakehouse.version(spec) for spec in GOLD_TABLES}
+        versions_before = {spec.name: lakehouse.version(spec) for spec in (*GOLD_TABLES, *GOLD_DIMENSIONS)}
         snapshots, replicas = changed.get(SILVER_QUORUM_SNAPSHOTS.name), changed.get(SILVER_REPLICA_STATES.name)
         steps = []
         if snapshots is not None or replicas is not None:
@@ -123,12 +196,30 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             steps.append(("metadata offset divergence", lambda: _divergence(lakehouse, metrics)))
             steps.append(("controller health", lambda: _controller_health(lakehouse, metrics)))
             steps.append(("broker registrations", lambda: _broker_registrations(lakehouse, metrics)))
+        # last: it counts the SLOs' events in the gold rows the steps above wrote
+        quorum_keys = _union(keys).distinct() if snapshots is not None or replicas is not None else None
+        steps.append(
+            (
+                "SLO budgets, burn rates and cohorts",
+                lambda: slo_step(
+                    lakehouse,
+                    quorum_keys,
+                    changed.get(SILVER_PARTITION_STATES.name),
+                    changed.get(SILVER_NODE_METRICS.name),
+                ),
+            )
+        )
+        # after the SLO step: the cluster dimension takes its version and quorum mode from gold.cluster_cohorts
+        steps.append(("dimensions", lambda: _dimensions(lakehouse, changed)))
         for what, step in steps:
             started = time.monotonic()
             step()
             progress(f"gold: {what} in {time.monotonic() - started:.1f}s")
             reached(lakehouse.config, f"gold:{what}")
-        written = {spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name]) for spec in GOLD_TABLES}
+        written = {
+            spec.name: _rows_written_since(lakehouse, spec, versions_before[spec.name])
+            for spec in (*GOLD_TABLES, *GOLD_DIMENSIONS)
+        }
     for batch in changed.values():
         release(batch)
     return written
@@ -142,8 +233,14 @@ def _union(frames: list[DataFrame]) -> DataFrame:
 
 
 def create_views(lakehouse: Lakehouse) -> None:
-    """(Re)create the gold views; cheap, so done at every start (the local catalog lives in the process)."""
-    config = lakehouse.config
+    """(Re)create the gold views; cheap, so done at every start (the local catalog lives in the process), and by
+    every gold run on Unity Catalog, where they (and the metric views) are the catalog's own objects."""
+    lakehouse.define_views(gold_view_statements(lakehouse.config, lakehouse.name_of))
+
+
+def gold_view_statements(config: Config, name_of: Callable[[str], str]) -> list[str]:
+    """The statements that (re)create gold's views with this configuration's settings; on Unity Catalog (a catalog
+    is set: Databricks) the metric views too, which open-source Spark cannot create."""
     settings = {
         "divergence_warn_records": config.divergence_warn_records,
         "metadata_lag_warn_ms": config.metadata_lag_warn_ms,
@@ -151,8 +248,10 @@ def create_views(lakehouse: Lakehouse) -> None:
         "window_minutes": config.window_minutes,
         "min_isr_rule": config.min_isr_rule,
     }
-
-    lakehouse.define_views(view_statements(lakehouse.name_of, settings))
+    statements = view_statements(name_of, settings)
+    if config.catalog:
+        statements += metric_view_statements(name_of)
+    return statements
 
 
 def _keys(batch: DataFrame, *cols: str) -> DataFrame:

@@ -24,7 +24,7 @@ from quorumlake.bronze.raw import BINARY_FILE_SCHEMA
 from quorumlake.contract.tables import TableSpec
 from quorumlake.pipelines.config import Config, join_path
 from quorumlake.pipelines.engine.session import cached, is_connect
-from quorumlake.pipelines.storage.autoloader import AUTOLOADER_OPTIONS
+from quorumlake.pipelines.storage.autoloader import AUTOLOADER_OPTIONS, retention_options
 from quorumlake.pipelines.storage.catalog import absolute
 from quorumlake.pipelines.storage.landing import Folder, is_local
 
@@ -40,17 +40,21 @@ class Sources:
     def landing_path(self, source: str) -> str:
         return join_path(self.config.landing, source)
 
-    def stream_landing_files(self, source: str, on_batch: Callable[[DataFrame], None]) -> None:
-        """Hand every landing file of `source` not seen by an earlier run to `on_batch`, in bounded batches.
+    def stream_landing_files(self, source: str, on_batch: Callable[[DataFrame, int], None]) -> None:
+        """Hand every landing file of `source` not seen by an earlier run to `on_batch(files, batch_id)`, in bounded
+        batches (Structured Streaming's foreachBatch).
 
         The streaming checkpoint records which files were handed over; `on_batch` must be idempotent, because a
-        batch whose run crashed before the checkpoint commit is handed over again.
+        batch whose run crashed before the checkpoint commit is handed over again. Under Spark Connect (serverless)
+        `on_batch` is pickled and called in a Python process of the server, with `files.sparkSession` as its session:
+        it must carry what it needs by value, never a session.
         """
         path = self.landing_path(source)
         if self.config.ingest_mode == "autoloader":
             reader = (
                 self.spark.readStream.format("cloudFiles")
                 .options(**AUTOLOADER_OPTIONS)
+                .options(**retention_options(self.config.landing_retention_days))
                 .option("cloudFiles.schemaLocation", self.checkpoint("bronze", source, "_schema"))
                 .option("cloudFiles.maxFilesPerTrigger", str(self.config.max_files_per_trigger))
             )
@@ -64,7 +68,7 @@ class Sources:
         query = (
             reader.load(path)
             .writeStream.queryName(f"bronze_{source}")
-            .foreachBatch(lambda batch, _batch_id: on_batch(batch))
+            .foreachBatch(on_batch)
             .option("checkpointLocation", self.checkpoint("bronze", source))
             .trigger(availableNow=True)
             .start()

@@ -1,7 +1,8 @@
 """Where and how the collector writes: the landing-zone layout of the data contract (docs/contract.md §1), one file
 per capture, written atomically (a temporary name starting with `.`, which the pipeline ignores, then a rename).
 
-- `quorum/cluster=<id>/<collected_at_ms>.jsonl`: one DescribeQuorum envelope line;
+- `quorum/cluster=<id>/<collected_at_ms>.jsonl`: one DescribeQuorum envelope line (with the answering node's release
+  and the cluster's finalized features, when it said: `features.py`);
 - `partitions/cluster=<id>/<collected_at_ms>.jsonl`: one line per partition;
 - `metrics/cluster=<id>/node=<n>/<scraped_at_ms>.prom`: the exporter's response body, unchanged.
 
@@ -64,12 +65,21 @@ class Landing:
             n += 1
         return candidate
 
-    def quorum(self, cluster_id: str, collected_at_ms: int, api_version: int, response: dict) -> Path:
+    def quorum(
+        self,
+        cluster_id: str,
+        collected_at_ms: int,
+        api_version: int,
+        response: dict,
+        reported: dict[str, Any] | None = None,
+    ) -> Path:
+        """`reported`: what is known of the node that answered (`kafka_version`, `finalized_features`)."""
         envelope = {
             "cluster_id": cluster_id,
             "collected_at_ms": collected_at_ms,
             "api_version": api_version,
             "response": response,
+            **(reported or {}),
         }
         path = self.root / "quorum" / f"cluster={safe_segment(cluster_id)}" / f"{collected_at_ms}.jsonl"
         return write_atomically(self._unique(path), _jsonl([envelope]))

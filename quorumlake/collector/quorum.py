@@ -21,6 +21,7 @@ from kafka.protocol.admin import (
     DescribeQuorumResponse,
 )
 
+from quorumlake.collector.features import NodeRelease, describe_node
 from quorumlake.collector.settings import ClientSettings
 from quorumlake.collector.wire import CollectError, KafkaConnection, error_name, first_reachable
 from quorumlake.contract.kafka import ZERO_UUID
@@ -37,6 +38,7 @@ class QuorumResult:
     response: dict  # the JSON-converter rendering
     kafka_cluster_id: str | None
     answered_by: str
+    node: NodeRelease | None = None  # the answering node's release and the cluster's finalized features
 
 
 def kafka_uuid(value: Any) -> str:
@@ -148,7 +150,7 @@ def quorum_via_brokers(brokers: Sequence[str], settings: ClientSettings, timeout
             except CollectError:
                 cluster_id = None  # the quorum answer is what matters; the id can come from --cluster-id
         version, response = describe_quorum(conn)
-        return QuorumResult(version, render_response(response, version), cluster_id, conn.address)
+        return QuorumResult(version, render_response(response, version), cluster_id, conn.address, describe_node(conn))
 
     return first_reachable(brokers, settings, timeout_s, call)
 
@@ -165,7 +167,8 @@ def quorum_via_controllers(controllers: Sequence[str], settings: ClientSettings,
 
     def call(conn: KafkaConnection) -> QuorumResult:
         version, response = describe_quorum(conn)
-        return QuorumResult(version, render_response(response, version), cluster.cluster_id, conn.address)
+        node = describe_node(conn)
+        return QuorumResult(version, render_response(response, version), cluster.cluster_id, conn.address, node)
 
     for address in order:
         try:

@@ -99,7 +99,8 @@ class Collector:
         if self.cluster_id is None and result.kafka_cluster_id:
             self.cluster_id = result.kafka_cluster_id
         cluster_id = self.cluster_id or self._fallback_cluster_id()
-        self.landing.quorum(cluster_id, at, result.api_version, result.response)
+        reported = result.node.envelope_fields() if result.node is not None else None
+        self.landing.quorum(cluster_id, at, result.api_version, result.response, reported)
         partition = (result.response.get("topics") or [{}])[0].get("partitions", [{}])[0]
         code = result.response.get("errorCode") or partition.get("errorCode") or 0
         if code:

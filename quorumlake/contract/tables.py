@@ -165,6 +165,17 @@ SILVER_QUORUM_SNAPSHOTS = TableSpec(
         ("cli_max_follower_lag_time_ms", "BIGINT", "MaxFollowerLagTimeMs printed by --status (CLI captures only)"),
         ("record_ids", "ARRAY<STRING>", "bronze.quorum_raw records this snapshot was built from"),
         ("ingested_at", _TS, "When the (latest) source record was ingested into bronze"),
+        (
+            "kafka_version",
+            "STRING",
+            "Kafka release of the node that answered, as the collector recorded it (envelope kafka_version)",
+        ),
+        (
+            "metadata_version_level",
+            "INT",
+            "Finalized metadata.version feature level the collector recorded (envelope finalized_features)",
+        ),
+        ("kraft_version", "INT", "Finalized kraft.version the collector recorded (0 when features omit it)"),
     ),
     ("cluster_id", "collected_at"),
     "One row per quorum snapshot (cluster, capture time)",
@@ -624,6 +635,89 @@ GOLD_BROKER_REGISTRATIONS = TableSpec(
     clustering=("cluster_id", "window_start"),
 )
 
+# SLO error budgets and burn rates (quorumlake.gold.slo): the three SLOs of the contract, their events counted per
+# 5-minute window and per UTC day.
+_SLO_NAME = ("slo", "STRING", "SLO: quorum_lag, write_availability or metadata_freshness")
+_OBJECTIVE = ("objective", "DOUBLE", "The SLO's objective (share of good events) when the row was computed")
+GOLD_SLO_BURN = TableSpec(
+    "gold",
+    "slo_burn",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        _SLO_NAME,
+        ("window_start", _TS, "Start of the 5-minute window (epoch-aligned, by event time)"),
+        ("window_end", _TS, "Window end (exclusive)"),
+        _OBJECTIVE,
+        ("good", "BIGINT", "Good events in the window"),
+        ("total", "BIGINT", "Events in the window"),
+        (
+            "burn_rate_5m",
+            "DOUBLE",
+            "Error rate over the 5 minutes ending at window_end, over the error budget (1 - objective)",
+        ),
+        ("burn_rate_30m", "DOUBLE", "Error rate over the 30 minutes ending at window_end, over the error budget"),
+        ("burn_rate_1h", "DOUBLE", "Error rate over the hour ending at window_end, over the error budget"),
+        ("burn_rate_6h", "DOUBLE", "Error rate over the 6 hours ending at window_end, over the error budget"),
+        ("fast_burn", "BOOLEAN", "burn_rate_1h and burn_rate_5m both above 14.4 (page)"),
+        ("slow_burn", "BOOLEAN", "burn_rate_6h and burn_rate_30m both above 6 (ticket)"),
+    ),
+    ("cluster_id", "slo", "window_start"),
+    "SLO burn rates per cluster, SLO and 5-minute window with events (multi-window, multi-burn-rate)",
+    clustering=("cluster_id", "window_start"),
+)
+GOLD_SLO_BUDGET = TableSpec(
+    "gold",
+    "slo_budget",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        _SLO_NAME,
+        ("day", "DATE", "UTC day"),
+        _OBJECTIVE,
+        ("good", "BIGINT", "Good events that day"),
+        ("total", "BIGINT", "Events that day"),
+        ("good_28d", "BIGINT", "Good events in the 28 days ending with this day (this day included)"),
+        ("total_28d", "BIGINT", "Events in the 28 days ending with this day (this day included)"),
+        ("days_28d", "INT", "Days with events among those 28 (fewer than 28 while the history is shorter)"),
+        ("attainment_28d", "DOUBLE", "good_28d / total_28d"),
+        (
+            "budget_remaining_28d",
+            "DOUBLE",
+            "Share of the 28-day error budget left, 1 - (1 - attainment_28d) / (1 - objective); negative: overspent",
+        ),
+    ),
+    ("cluster_id", "slo", "day"),
+    "SLO error budget per cluster, SLO and UTC day, over the 28 days ending with that day",
+    clustering=("cluster_id", "day"),
+)
+GOLD_CLUSTER_COHORTS = TableSpec(
+    "gold",
+    "cluster_cohorts",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("day", "DATE", "UTC day"),
+        (
+            "kafka_version",
+            "STRING",
+            "Kafka release the collector recorded (e.g. 4.1); else 3.9+ when the day's latest DescribeQuorum answer "
+            "was v2; NULL when unknown",
+        ),
+        ("metadata_version", "STRING", "Finalized metadata.version (e.g. 4.1-IV1) the collector recorded"),
+        ("metadata_version_level", "INT", "Its feature level"),
+        ("kraft_version", "INT", "Finalized kraft.version the collector recorded (0: static voters, 1: dynamic)"),
+        (
+            "quorum_mode",
+            "STRING",
+            "static or dynamic (KIP-853): from kraft.version, else from the voters' directory ids in the day's latest "
+            "DescribeQuorum v2 answer; NULL when unknown",
+        ),
+        ("last_snapshot_at", _TS, "The day's latest quorum snapshot"),
+    ),
+    ("cluster_id", "day"),
+    "Kafka version, metadata.version, kraft.version and quorum mode per cluster and UTC day, as the day's latest "
+    "quorum snapshots show them (the cohorts of gold.v_slo_attainment_by_cohort)",
+    clustering=("cluster_id", "day"),
+)
+
 GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_QUORUM_STATUS,
     GOLD_QUORUM_HEALTH,
@@ -634,7 +728,75 @@ GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_CONTROLLER_HEALTH,
     GOLD_BROKER_REGISTRATIONS,
+    GOLD_SLO_BURN,
+    GOLD_SLO_BUDGET,
+    GOLD_CLUSTER_COHORTS,
 )
+
+# Dimension tables for BI tools (quorumlake.gold.dims, docs/bi.md): one row per cluster, per node, per day. Their keys
+# are informational PRIMARY KEYs on Unity Catalog, and the fact tables' cluster_id / (cluster_id, node_id) FOREIGN
+# KEYs referencing them (quorumlake.gold.keys); open-source Delta has no such constraints.
+GOLD_DIM_CLUSTER = TableSpec(
+    "gold",
+    "dim_cluster",
+    (
+        ("cluster_id", "STRING", "Cluster (the fleet's name for it; the key every gold table joins on)"),
+        ("kafka_cluster_id", "STRING", "Kafka's ClusterId as kafka-metadata-quorum --status last printed it"),
+        (
+            "describe_quorum_api_version",
+            "INT",
+            "Highest DescribeQuorum version the cluster answered (2 and up: KIP-853 voter endpoints and directory ids)",
+        ),
+        ("voters", "INT", "Voters in the latest quorum snapshot"),
+        ("kafka_version", "STRING", "Kafka version on the latest day gold.cluster_cohorts has for the cluster"),
+        ("metadata_version", "STRING", "Finalized metadata.version on that day"),
+        ("kraft_version", "INT", "Finalized kraft.version on that day (0: static voters, 1: dynamic)"),
+        ("quorum_mode", "STRING", "static or dynamic (KIP-853) on that day; NULL when unknown"),
+        ("last_quorum_snapshot_at", _TS, "Capture time of the latest quorum snapshot"),
+        ("first_seen_at", _TS, "Earliest capture of any kind (quorum, partitions, metrics)"),
+        ("last_seen_at", _TS, "Latest capture of any kind"),
+    ),
+    ("cluster_id",),
+    "One row per cluster: identity, quorum shape, and the time span of its data",
+    clustering=("cluster_id",),
+)
+GOLD_DIM_NODE = TableSpec(
+    "gold",
+    "dim_node",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("node_id", "INT", "Node id (broker.id / node.id; a quorum replica id)"),
+        ("node_role", "STRING", "controller, broker or combined, from the node's latest scrape that tells"),
+        ("role_seen_at", _TS, "Scrape that node_role comes from"),
+        ("is_voter", "BOOLEAN", "A voter (true) or observer (false) in the latest quorum snapshot listing it"),
+        ("voter_seen_at", _TS, "Quorum snapshot that is_voter comes from"),
+        ("first_seen_at", _TS, "Earliest quorum snapshot or scrape with this node"),
+        ("last_seen_at", _TS, "Latest quorum snapshot or scrape with this node"),
+    ),
+    ("cluster_id", "node_id"),
+    "One row per node of a cluster: role, quorum membership, and the time span of its data",
+    clustering=("cluster_id", "node_id"),
+)
+GOLD_DIM_DATE = TableSpec(
+    "gold",
+    "dim_date",
+    (
+        ("date", "DATE", "UTC calendar day"),
+        ("year", "INT", "Year"),
+        ("quarter", "INT", "Quarter (1-4)"),
+        ("month", "INT", "Month (1-12)"),
+        ("month_name", "STRING", "Month name (English)"),
+        ("day_of_month", "INT", "Day of the month"),
+        ("day_of_week", "INT", "ISO day of the week: Monday = 1 ... Sunday = 7"),
+        ("day_name", "STRING", "Day name (English)"),
+        ("iso_week", "INT", "ISO 8601 week of the year"),
+        ("is_weekend", "BOOLEAN", "Saturday or Sunday"),
+    ),
+    ("date",),
+    "One row per UTC day from the first to the last day with data, without gaps (a calendar for BI date slicers)",
+    clustering=("date",),
+)
+GOLD_DIMENSIONS: tuple[TableSpec, ...] = (GOLD_DIM_CLUSTER, GOLD_DIM_NODE, GOLD_DIM_DATE)
 
 ALL_TABLES: tuple[TableSpec, ...] = (
     BRONZE_QUORUM_RAW,
@@ -649,6 +811,7 @@ ALL_TABLES: tuple[TableSpec, ...] = (
     SILVER_QUARANTINE,
     SILVER_DQ_VALIDATIONS,
     *GOLD_TABLES,
+    *GOLD_DIMENSIONS,
 )
 # The medallion layers in run order; each is a schema of the lakehouse holding its tables.
 LAYERS: tuple[str, ...] = tuple(dict.fromkeys(spec.schema for spec in ALL_TABLES))

@@ -9,6 +9,8 @@ from html import escape
 from typing import Any
 
 from quorumlake.contract.tables import resolve_names
+from quorumlake.report.budget import QUERIES as BUDGET_QUERIES
+from quorumlake.report.budget import budget_section
 from quorumlake.report.svg import line_chart, timeline_chart
 
 CSS = """
@@ -40,6 +42,7 @@ _QUERIES = {
     "max(collected_at) AS last_at FROM {gold.isr_health} GROUP BY cluster_id) l USING (cluster_id) ORDER BY started_at",
     "divergence": "SELECT cluster_id, node_id, scraped_at, divergence_records FROM {gold.metadata_offset_divergence} "
     "WHERE node_role <> 'controller' ORDER BY scraped_at",
+    **BUDGET_QUERIES,
 }
 
 
@@ -51,7 +54,7 @@ def queries(resolve: Callable[[str], str]) -> dict[str, str]:
 def build_report(data: dict[str, list[dict[str, Any]]], slo_ms: int, generated_at: datetime) -> str:
     """The HTML page from the rows of each of `queries`' datasets."""
     overview = data["overview"]
-    sections = [_overview_table(overview)]
+    sections = [_overview_table(overview), budget_section(data)]
 
     lag = data["lag"]
     by_cluster: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))

@@ -112,8 +112,14 @@ def line_chart(
     return "".join(out)
 
 
-def timeline_chart(title: str, rows: Sequence[tuple[str, float, float, bool, bool]]) -> str:
-    """Bars from start to end per row label: (label, start ms, end ms, escalated, ongoing)."""
+def timeline_chart(
+    title: str,
+    rows: Sequence[tuple[str, float, float, bool, bool]],
+    legend: tuple[str, str] = ("AtMinIsr episode", "escalated (under min ISR / offline)"),
+    axis_label: str = "cluster topic-partition",
+) -> str:
+    """Bars from start to end per row label: (label, start ms, end ms, escalated, ongoing); `legend` names the two
+    colours (not escalated, escalated)."""
     if not rows:
         return _empty(title)
     labels = sorted({r[0] for r in rows})
@@ -140,7 +146,7 @@ def timeline_chart(title: str, rows: Sequence[tuple[str, float, float, bool, boo
             f'<text x="{sx(x):.1f}" y="{height - BOTTOM + 16}" class="tick" text-anchor="middle">'
             f"{_time_label(x, x1 - x0)}</text>"
         )
-    out.append(f'<text x="{sx(x0) - 6}" y="{TOP - 6}" class="label" text-anchor="end">cluster topic-partition</text>')
+    out.append(f'<text x="{sx(x0) - 6}" y="{TOP - 6}" class="label" text-anchor="end">{escape(axis_label)}</text>')
     for i, label in enumerate(labels):
         y = TOP + 18 * i
         out.append(f'<text x="{sx(x0) - 6}" y="{y + 12}" class="tick" text-anchor="end">{escape(label)}</text>')
@@ -150,11 +156,7 @@ def timeline_chart(title: str, rows: Sequence[tuple[str, float, float, bool, boo
         width = max(sx(end) - sx(start), 3)
         outline = 'stroke="#333" stroke-dasharray="3,2"' if ongoing else ""
         out.append(f'<rect x="{sx(start):.1f}" y="{y + 3}" width="{width:.1f}" height="12" fill="{colour}" {outline}/>')
-    out.append(
-        _legend(
-            [("AtMinIsr episode", "#ff7f0e", "box"), ("escalated (under min ISR / offline)", "#d62728", "box")], top=TOP
-        )
-    )
+    out.append(_legend([(legend[0], "#ff7f0e", "box"), (legend[1], "#d62728", "box")], top=TOP))
     out.append("</svg>")
     return "".join(out)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from quorumlake.simulator.metadata_log import MetadataLog
-from quorumlake.simulator.timeline import OUTAGE_FENCE_MS, Election, Timeline
+from quorumlake.simulator.timeline import OUTAGE_FENCE_MS, Election, Outage, Timeline
 from quorumlake.simulator.topology import ClusterTopology, Noise, hashmap_order
 
 NOT_LEADER_OR_FOLLOWER = 6
@@ -198,8 +198,13 @@ class ClusterSim:
 
     # --- partitions -----------------------------------------------------------------------------------------------
 
+    def _outage_of(self, node: int, t: int) -> Outage | None:
+        """The outage of `node` that matters at t: the latest one that has started (a node may have several)."""
+        started = [o for o in self.tl.outages if o.node == node and o.death_ms <= t]
+        return max(started, key=lambda o: o.death_ms) if started else None
+
     def partitions(self, t: int) -> list[PartitionState]:
-        outages = {o.node: o for o in self.tl.outages}
+        outages = {r: o for r in self.topo.brokers if (o := self._outage_of(r, t)) is not None}
         flap = self.tl.flap
         states = []
         for ti, topic in enumerate(self.topo.topics):
@@ -309,8 +314,15 @@ class ClusterSim:
 
     def broker_metadata_values(self, node: int, s: int) -> dict[str, float]:
         """kafka.server:type=broker-metadata-metrics attributes."""
-        frozen = self.tl.frozen_applier
-        if frozen is not None and frozen.node == node and frozen.covers(s):
+        frozen = next(
+            (
+                w
+                for w in (self.tl.frozen_applier, *self.tl.frozen_appliers)
+                if w is not None and w.node == node and w.covers(s)
+            ),
+            None,
+        )
+        if frozen is not None:
             applied = self.high_watermark(frozen.start_ms) - 1
         else:
             applied = self.high_watermark(s - self.noise.int(5, 60, "apply", node, s)) - 1

@@ -7,6 +7,7 @@ time range. The same FleetSpec always produces byte-identical files.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -15,9 +16,11 @@ from pathlib import Path
 from quorumlake.simulator.cluster import ClusterSim
 from quorumlake.simulator.metrics import jolokia_lines, node_samples, prometheus_text
 from quorumlake.simulator.partitions import partition_line, topics_text
+from quorumlake.simulator.plan import PlannedOutage
 from quorumlake.simulator.quorum import describe_quorum_response, envelope_line, replication_text, status_text
 from quorumlake.simulator.timeline import SCENARIOS, Timeline, build_timeline
-from quorumlake.simulator.topology import ClusterTopology, build_topology
+from quorumlake.simulator.topology import EXPORTER_CYCLE, ClusterTopology, build_topology
+from quorumlake.simulator.versions import reported
 from quorumlake.simulator.writer import LandingWriter
 
 CAPTURE_EVERY = 4  # CLI and kafka-topics captures: every 4th snapshot, plus the snapshots around each fault edge
@@ -39,6 +42,12 @@ class FleetSpec:
     # scrapes); fault edges are always captured.
     partitions_every: int = 1
     scrape_every: int = 1
+    # kafka-metadata-quorum and kafka-topics captures every Nth snapshot and around fault edges; 0: none at all.
+    cli_every: int = CAPTURE_EVERY
+    # One metrics format for every cluster (strimzi, jmx or jolokia) instead of one per cluster in turn.
+    exporter: str | None = None
+    # Outages at chosen times on top of the scenarios (`plan.PlannedOutage`, by cluster index).
+    plan: tuple[PlannedOutage, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -60,6 +69,12 @@ class FleetSpec:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.topics < 0:
             raise ValueError(f"topics must not be negative, got {self.topics}")
+        if self.cli_every < 0:
+            raise ValueError(f"cli_every must not be negative, got {self.cli_every}")
+        if self.exporter is not None and self.exporter not in EXPORTER_CYCLE:
+            raise ValueError(f"unknown exporter {self.exporter!r}; choose from {', '.join(EXPORTER_CYCLE)}")
+        for outage in self.plan:
+            outage.validate(self.clusters)
         if not self.hours > 0:
             raise ValueError(f"hours must be positive, got {self.hours}")
         if not self.scenarios:
@@ -108,7 +123,10 @@ def generate(out: Path, spec: FleetSpec, progress: Callable[[int, int], None] | 
     for index in range(spec.clusters):
         scenario = spec.scenarios[index % len(spec.scenarios)]
         topo = build_topology(spec.seed, index, scenario, spec.brokers, spec.controllers, spec.topics, spec.partitions)
-        tl = build_timeline(topo, spec.seed, spec.start_ms, spec.interval_s, spec.steps)
+        if spec.exporter is not None:
+            topo = dataclasses.replace(topo, exporter=spec.exporter)
+        plan = [o for o in spec.plan if o.cluster == index]
+        tl = build_timeline(topo, spec.seed, spec.start_ms, spec.interval_s, spec.steps, plan)
         sim = ClusterSim(topo, tl, spec.seed)
         try:
             for step in range(spec.steps):
@@ -142,7 +160,7 @@ def _write_step(
 ) -> None:
     cid, gz = topo.cluster_id, topo.gzip
     edge = step in tl.key_steps or step - 1 in tl.key_steps
-    capture = step % CAPTURE_EVERY == 0 or edge
+    capture = spec.cli_every > 0 and (step % spec.cli_every == 0 or edge)
 
     answered = None
     for collected_at in sim.quorum_times(step):
@@ -151,7 +169,7 @@ def _write_step(
         writer.append_line(
             "quorum",
             f"quorum/date={_date(collected_at)}/{cid}.jsonl",
-            envelope_line(cid, collected_at, topo.api_version, response),
+            envelope_line(cid, collected_at, topo.api_version, response, reported(topo)),
             "describe_quorum_json",
             gz,
         )

@@ -70,9 +70,23 @@ def describe_quorum_response(view: QuorumView, version: int, topo: ClusterTopolo
     return response
 
 
-def envelope_line(cluster_id: str, collected_at_ms: int, version: int, response: dict[str, Any]) -> str:
+def envelope_line(
+    cluster_id: str,
+    collected_at_ms: int,
+    version: int,
+    response: dict[str, Any],
+    reported: dict[str, Any] | None = None,
+) -> str:
+    """A DescribeQuorum envelope as `quorumlake collect` writes it; `reported`: what the collector recorded of the
+    node that answered (`kafka_version`, `finalized_features`)."""
     return compact(
-        {"cluster_id": cluster_id, "collected_at_ms": collected_at_ms, "api_version": version, "response": response}
+        {
+            "cluster_id": cluster_id,
+            "collected_at_ms": collected_at_ms,
+            "api_version": version,
+            "response": response,
+            **(reported or {}),
+        }
     )
 
 

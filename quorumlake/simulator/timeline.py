@@ -6,7 +6,9 @@ snapshot in between sees it and the ones after see the recovery.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from quorumlake.simulator.topology import ClusterTopology, Noise
 
@@ -105,6 +107,7 @@ class Timeline:
     lagging: Window | None = None
     stall: Window | None = None
     frozen_applier: Window | None = None
+    frozen_appliers: list[Window] = field(default_factory=list)  # planned ones (plan.py), beside the scenario's
     flap: Flap | None = None
     quorum_offsets: dict[int, tuple[int, ...]] = field(default_factory=dict)  # step -> fixed collection offsets
     key_steps: set[int] = field(default_factory=set)
@@ -130,7 +133,11 @@ class Timeline:
         return self.boundary_ms(self.fault_end_step)
 
 
-def build_timeline(topo: ClusterTopology, seed: int, start_ms: int, interval_s: int, steps: int) -> Timeline:
+def build_timeline(
+    topo: ClusterTopology, seed: int, start_ms: int, interval_s: int, steps: int, plan: Sequence[Any] = ()
+) -> Timeline:
+    """The cluster's scenario as timed events, and the planned outages of `plan` (`plan.PlannedOutage`s of this
+    cluster) on top of it."""
     noise = Noise(seed, topo.cluster_id, "timeline")
     voters = sorted(topo.controllers)
     fs, fe = steps // 3, (2 * steps) // 3
@@ -149,7 +156,44 @@ def build_timeline(topo: ClusterTopology, seed: int, start_ms: int, interval_s: 
     builder = _BUILDERS.get(topo.scenario)
     if builder is not None:
         builder(tl, topo, followers)
+    for outage in plan:
+        _planned(tl, topo, followers, outage)
     return tl
+
+
+def _planned(tl: Timeline, topo: ClusterTopology, followers: list[int], outage: Any) -> None:
+    """One planned outage (`plan.PlannedOutage`) into the timeline; ValueError for nodes its kind cannot take."""
+    start, end = outage.start_ms, outage.end_ms
+    if outage.kind == "voter-cut-off":
+        nodes = outage.nodes or tuple(followers[:1])
+        if tl.initial_leader in nodes:
+            raise ValueError(
+                f"{topo.cluster_id}: a planned voter-cut-off cannot cut off the leader {tl.initial_leader}"
+            )
+        _check_nodes(topo, outage.kind, nodes, topo.controllers)
+        tl.unreachable.extend(Window(n, start, end) for n in nodes)
+        tl.events.append(f"planned: voters {list(nodes)} cut off during [{start}, {end})")
+    elif outage.kind == "brokers-down":
+        nodes = outage.nodes or topo.brokers[1:3]
+        _check_nodes(topo, outage.kind, nodes, topo.brokers)
+        tl.outages.extend(Outage(n, start, end, end + 3 * tl.interval_ms) for n in nodes)
+        tl.events.append(f"planned: brokers {list(nodes)} down during [{start}, {end})")
+    else:  # applier-frozen
+        nodes = outage.nodes or topo.brokers[-1:]
+        _check_nodes(topo, outage.kind, nodes, topo.brokers)
+        tl.frozen_appliers.extend(Window(n, start, end) for n in nodes)
+        tl.events.append(f"planned: brokers {list(nodes)} stop applying metadata during [{start}, {end})")
+    # the snapshots right after both edges are captured whatever the capture schedule
+    for edge in (start, end):
+        step = max(0, -(-(edge - tl.start_ms) // tl.interval_ms))
+        if step < tl.steps:
+            tl.key_steps.add(step)
+
+
+def _check_nodes(topo: ClusterTopology, kind: str, nodes: Sequence[int], allowed: Sequence[int]) -> None:
+    wrong = [n for n in nodes if n not in allowed]
+    if wrong or not nodes:
+        raise ValueError(f"{topo.cluster_id}: a planned {kind} takes nodes among {list(allowed)}, not {list(nodes)}")
 
 
 def _lagging_voter(tl: Timeline, topo: ClusterTopology, followers: list[int]) -> None:

@@ -195,6 +195,9 @@ def test_report_renders_in_a_headless_browser(spark, fleet, tmp_path):
         "partitions at/under min ISR",
         "AtMinIsr episodes",
         "metadata offset divergence",
+        "Error budgets (28 days)",
+        "Error budget left over 28 days: write availability",
+        "Burn episodes",
     ):
         assert title in html
     assert html.count("<svg") >= 8 and html.count(">legend<") >= 8 and "time (UTC)" in html
@@ -236,12 +239,20 @@ def test_dashboard_queries_run_on_the_demo_warehouse(spark, fleet):
         (Path(__file__).parents[2] / "resources" / "dashboards" / "quorumlake.lvdash.json").read_text()
     )
     assert cli.main(["sql", "SELECT 1", "--warehouse", str(fleet / "warehouse")]) == 0  # registers tables and views
-    for dataset in dashboard["datasets"]:
-        query = "".join(dataset.get("queryLines") or [dataset.get("query", "")])
-        rows = spark.sql(query).collect()
+    # the deployed dashboard names gold objects without a schema (dataset_schema sets the target's gold)
+    current = spark.catalog.currentDatabase()
+    spark.catalog.setCurrentDatabase("gold")
+    try:
+        results = {}
+        for dataset in dashboard["datasets"]:
+            query = "".join(dataset.get("queryLines") or [dataset.get("query", "")])
+            results[dataset["name"]] = (query, spark.sql(query).collect())
+    finally:
+        spark.catalog.setCurrentDatabase(current)
+    for name, (query, rows) in results.items():
         # every fault of the demo fleet has recovered by its end, so no partition is at min ISR *now*
         if "v_partitions_at_min_isr" not in query:
-            assert rows, f"dashboard dataset {dataset['name']} returned no rows on the demo fleet"
+            assert rows, f"dashboard dataset {name} returned no rows on the demo fleet"
 
 
 def test_maintenance_optimizes_every_table_and_vacuums_those_with_files_past_the_retention(spark, fleet, capsys):
@@ -303,6 +314,58 @@ def test_controller_health_from_the_demo_fleet(spark, fleet, tmp_path):
     assert all(r["nan_rows"] == 0 for r in per_cluster.values()), "idle NaN readings must become NULL"
 
 
+def test_slo_budgets_burns_and_cohorts_from_the_demo_fleet(spark, fleet, tmp_path):
+    """Each fault spends the budget of the SLO it breaks, on its own cluster only; the healthy cluster spends none."""
+    _fresh_views(fleet, tmp_path)
+    budgets = {
+        (r["cluster_id"], r["slo"]): r
+        for r in spark.sql(
+            "SELECT cluster_id, slo, sum(good) AS good, sum(total) AS total FROM gold.slo_budget GROUP BY 1, 2"
+        ).collect()
+    }
+    spent = {key for key, r in budgets.items() if r["good"] < r["total"]}
+    assert spent >= {
+        (_cluster(spark, "lagging-voter"), "quorum_lag"),
+        (_cluster(spark, "network-partition"), "quorum_lag"),
+        (_cluster(spark, "broker-failure"), "write_availability"),
+        (_cluster(spark, "metadata-divergence"), "metadata_freshness"),
+    }
+    healthy = _cluster(spark, "healthy")
+    assert not {key for key in spent if key[0] == healthy}
+    assert {slo for cluster, slo in budgets if cluster == healthy} == {
+        "quorum_lag",
+        "write_availability",
+        "metadata_freshness",
+    }
+    # quorum_lag counts the snapshots whose MaxFollowerLagTimeMs is known (an error response is no event)
+    known = spark.sql(
+        "SELECT cluster_id, count_if(max_follower_lag_time_ms >= 0) AS n FROM gold.quorum_status GROUP BY cluster_id"
+    ).collect()
+    assert {r["cluster_id"]: r["n"] for r in known if r["n"]} == {
+        cluster: r["total"] for (cluster, slo), r in budgets.items() if slo == "quorum_lag"
+    }
+    # the fault clusters burned fast; an episode is ongoing exactly when the SLO's latest window still burns
+    episodes = spark.sql("SELECT * FROM gold.v_slo_burn_episodes").collect()
+    assert {(e["cluster_id"], e["slo"]) for e in episodes if e["kind"] == "fast"} >= {
+        (_cluster(spark, "lagging-voter"), "quorum_lag"),
+        (_cluster(spark, "broker-failure"), "write_availability"),
+    }
+    latest = spark.sql(
+        "SELECT cluster_id, slo, max_by(fast_burn, window_start) AS fast, max_by(slow_burn, window_start) AS slow "
+        "FROM gold.slo_burn GROUP BY cluster_id, slo"
+    ).collect()
+    for kind in ("fast", "slow"):
+        ongoing = {(e["cluster_id"], e["slo"]) for e in episodes if e["kind"] == kind and e["ended_at"] is None}
+        assert ongoing == {(r["cluster_id"], r["slo"]) for r in latest if r[kind]}
+    # the simulated collector recorded each cluster's release: every cluster is in a Kafka-version cohort
+    cohorts = spark.sql(
+        "SELECT cohort, clusters FROM gold.v_slo_attainment_by_cohort WHERE dimension = 'kafka_version' "
+        "AND slo = 'quorum_lag'"
+    ).collect()
+    assert "unknown" not in {r["cohort"] for r in cohorts}
+    assert sum(r["clusters"] for r in cohorts) == len(SCENARIOS)
+
+
 def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
     from tests.unit.test_bundle import alert_queries
 
@@ -334,13 +397,22 @@ def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
     statuses = {r["cluster_id"]: r["status"] for r in spark.sql("SELECT * FROM gold.v_fleet_overview").collect()}
     assert statuses[_cluster(spark, "healthy")] == "ok" and "stale" not in statuses.values()
 
+    # the burn alerts count the ongoing episodes, and name them
+    for key, kind in (("quorumlake_slo_fast_burn", "fast"), ("quorumlake_slo_slow_burn", "slow")):
+        (row,) = spark.sql(queries[key]).collect()
+        ongoing = spark.sql(
+            f"SELECT cluster_id, slo FROM gold.v_slo_burn_episodes WHERE kind = '{kind}' AND ended_at IS NULL"
+        ).collect()
+        assert row[f"{kind}_burns"] == len(ongoing)
+        assert all(f"{r['cluster_id']} {r['slo']}" in row["burning"] for r in ongoing)
+
 
 def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, fleet, tmp_path):
     """The metric views' measures, expanded into plain Spark SQL over their source at two grains: per cluster and
     day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(snapshots)."""
     import yaml
 
-    from quorumlake.gold.views import METRIC_VIEWS
+    from quorumlake.gold.metric_views import METRIC_VIEWS
 
     _fresh_views(fleet, tmp_path)
 

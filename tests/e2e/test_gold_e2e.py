@@ -311,6 +311,25 @@ def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_n
     assert changes["metadata_offset_divergence"] == (set(), set(), {})
     assert changes["controller_health"] == (set(), set(), {})
     assert changes["broker_registrations"] == (set(), set(), {})
+    # the SLOs: kraft-v1's new quorum_lag window, and the windows whose lookbacks now hold a changed one (kraft-v1's
+    # 03:45, kip427's 03:30, where the partition snapshot falls, and 03:35 after it); their days' budgets
+    inserted, deleted, updated = changes["slo_burn"]
+    assert (inserted, deleted) == ({(v1, "quorum_lag", at("03:35:00"))}, set())
+    assert set(updated) == {
+        (v1, "quorum_lag", at("03:45:00")),
+        ("kip427", "write_availability", at("03:30:00")),
+        ("kip427", "write_availability", at("03:35:00")),
+    }
+    assert updated[("kip427", "write_availability", at("03:30:00"))]["total"] == (7, 8)
+    day = at("00:00:00").date()
+    inserted, deleted, updated = changes["slo_budget"]
+    assert (inserted, deleted, set(updated)) == (
+        set(),
+        set(),
+        {(v1, "quorum_lag", day), ("kip427", "write_availability", day)},
+    )
+    assert updated[(v1, "quorum_lag", day)]["total"] == (2, 3)
+    assert changes["cluster_cohorts"] == (set(), set(), {})
 
     # Delta's own account of the run agrees: exactly those rows were inserted or updated, none deleted, and a
     # table whose inputs did not change got no commit at all
@@ -324,6 +343,9 @@ def test_a_late_file_updates_only_the_gold_rows_it_touches_and_a_rerun_changes_n
         "metadata_offset_divergence": (0, 0, 0),
         "controller_health": (0, 0, 0),
         "broker_registrations": (0, 0, 0),
+        "slo_burn": (1, 3, 0),
+        "slo_budget": (0, 2, 0),
+        "cluster_cohorts": (0, 0, 0),
     }
     assert gold_versions(warehouse)["metadata_offset_divergence"] == versions["metadata_offset_divergence"]
     assert gold_versions(warehouse)["controller_health"] == versions["controller_health"]

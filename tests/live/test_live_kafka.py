@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from quorumlake.contract.kafka import release_of_metadata_level
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_ISR_HEALTH,
@@ -42,7 +43,7 @@ from quorumlake.contract.tables import (
 from quorumlake.pipelines.app import cli
 from tests import read_back
 from tests.helpers import free_port
-from tests.live.kafka_cluster import METADATA_QUORUM, TOPICS, KafkaCluster, fetch
+from tests.live.kafka_cluster import KAFKA_VERSION, METADATA_QUORUM, TOPICS, KafkaCluster, fetch
 
 pytestmark = pytest.mark.live_kafka
 
@@ -582,6 +583,13 @@ def check_nothing_quarantined_but_the_unreachable_cluster(tables, cid):
     snapshots = [r for r in tables["silver.quorum_snapshots"] if r["cluster_id"] == cid]
     assert {r["source"] for r in snapshots} == {"admin", "cli"}
     assert {r["api_version"] for r in snapshots if r["source"] == "admin"} == {2}
+    # what the collector recorded of the answering node: its release, named by the highest metadata.version it
+    # supports, the cluster's finalized metadata.version (the release's latest: the storage was formatted with its
+    # default), and kraft.version 0, which Kafka does not list: the quorum is static (controller.quorum.voters)
+    admin = [r for r in snapshots if r["source"] == "admin"]
+    release = ".".join(KAFKA_VERSION.split(".")[:2])
+    assert {(r["kafka_version"], r["kraft_version"]) for r in admin} == {(release, 0)}
+    assert {release_of_metadata_level(r["metadata_version_level"]) for r in admin} == {release}
 
 
 def _status_rows(tables, cid):

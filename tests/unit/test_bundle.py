@@ -2,17 +2,17 @@
 
 `databricks.yml` and every included `resources/*.yml` are merged into one document the way the CLI does (mappings
 merged key by key, sequences appended, a target's settings laid over the root), `${var.*}` references are resolved
-per target (a target's value, else the default; lookups stay references), and each target's view is validated
-against the bundle JSON schema of the Databricks CLI (../shared/schemas). On top of the schema: the job's entry
-points and flags are the wheel's, the targets follow the development/production conventions, and the dashboard's
-widgets, datasets and SQL hang together.
+per target (a target's value, else the default; lookups stay references), and each target's view and each file is
+validated with nothing from outside the repository (tests/unit/bundle_schema.py: every resource loaded into the
+Databricks CLI's typed models from PyPI, `databricks-bundles`, and the top level checked by a JSON Schema of our own).
+On top of that: the job's entry points and flags are the wheel's, the targets follow the development/production
+conventions, and the dashboard's widgets, datasets and SQL hang together.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,7 +21,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import sqlglot
 import yaml
@@ -30,6 +29,7 @@ from sqlglot import exp
 from quorumlake.contract.tables import GOLD_TABLES, LAYERS
 from quorumlake.gold.views import VIEWS
 from quorumlake.pipelines.app.cli import UsageError, build_parser
+from tests.unit.bundle_schema import bundle_errors
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,22 +38,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def _schema_path() -> Path:
-    """The Databricks CLI's bundle JSON schema (`databricks bundle schema`, ~900 KB, not vendored): the file named by
-    QUORUMLAKE_BUNDLE_SCHEMA, else `shared/schemas/` beside this checkout or beside any folder above it (a clone
-    made elsewhere than the team's working folder still finds the team's copy when it lies above it)."""
-    named = os.environ.get("QUORUMLAKE_BUNDLE_SCHEMA")
-    if named:
-        return Path(named)
-    relative = Path("shared") / "schemas" / "databricks-bundle.schema.json"
-    for folder in ROOT.parents:
-        if (folder / relative).is_file():
-            return folder / relative
-    return ROOT.parent / relative
-
-
-SCHEMA_PATH = _schema_path()
 
 # The gold objects the dashboard and the alerts may read, with their columns: the registry's gold tables
 # (contract/tables.py) and the views of gold/views.py. A dataset that uses any other object or column fails below.
@@ -66,6 +50,7 @@ GOLD_COLUMNS: dict[str, set[str]] = {
 # settings file, not from flags. When the CLI gets flags for them, pass them in the pipeline job and empty this set.
 VARIABLES_NOT_PASSED_YET: set[str] = set()
 
+SLOS = ("quorum_lag", "write_availability", "metadata_freshness")
 VAR_REF = re.compile(r"\$\{var\.([A-Za-z0-9_-]+)\}")
 
 
@@ -197,59 +182,22 @@ def _flags(parameters: list[str]) -> list[str]:
 # --- the JSON schema ----------------------------------------------------------------------------------------------
 
 
-def _translate_patterns(node: Any) -> Any:
-    """Rewrite the schema's \\p{L}/\\p{N} classes into Python `re` syntax (see ../shared/schemas/README.md)."""
-    if isinstance(node, dict):
-        return {
-            key: (_python_pattern(value) if key == "pattern" and isinstance(value, str) else _translate_patterns(value))
-            for key, value in node.items()
-        }
-    if isinstance(node, list):
-        return [_translate_patterns(value) for value in node]
-    return node
-
-
-def _python_pattern(pattern: str) -> str:
-    pattern = pattern.replace(r"[\p{L}\p{N}]", r"[^\W_]")  # letter or digit, inside one class
-    pattern = pattern.replace(r"\p{L}", r"[^\W\d_]").replace(r"\p{N}", r"\d")
-    assert r"\p{" not in pattern, f"untranslated Unicode class in {pattern!r}"
-    return pattern
-
-
-@pytest.fixture(scope="module")
-def validator() -> jsonschema.protocols.Validator:
-    if not SCHEMA_PATH.is_file():
-        pytest.skip(
-            f"bundle JSON schema not found at {SCHEMA_PATH} (the team's shared/ folder; "
-            "or name the file with QUORUMLAKE_BUNDLE_SCHEMA, e.g. `databricks bundle schema > FILE`)"
-        )
-    schema = _translate_patterns(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
-    return jsonschema.Draft202012Validator(schema)
-
-
-def _schema_errors(validator, document: dict[str, Any]) -> list[str]:
-    errors = []
-    for error in validator.iter_errors(document):
-        detail = error
-        while detail.context:  # for oneOf/anyOf, the alternative that got furthest says what is wrong
-            detail = max(detail.context, key=lambda e: len(e.absolute_path))
-        where = "/".join(str(p) for p in detail.absolute_path) or "<root>"
-        errors.append(f"{where}: {detail.message}")
-    return errors
+def _schema_errors(document: dict[str, Any]) -> list[str]:
+    return bundle_errors(document)
 
 
 # --- schema validation ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("target", _targets())
-def test_each_target_validates_against_the_bundle_schema(validator, target):
-    errors = _schema_errors(validator, _target_view(target))
+def test_each_target_validates_against_the_bundle_schema(target):
+    errors = _schema_errors(_target_view(target))
     assert not errors, "\n".join(errors)
 
 
 @pytest.mark.parametrize("path", ["databricks.yml", *(str(p.relative_to(ROOT)) for p in _included_files())])
-def test_each_file_validates_on_its_own(validator, path):
-    errors = _schema_errors(validator, _load_yaml(ROOT / path))
+def test_each_file_validates_on_its_own(path):
+    errors = _schema_errors(_load_yaml(ROOT / path))
     assert not errors, "\n".join(errors)
 
 
@@ -308,19 +256,11 @@ def _unknown_target_key(view):
         _alert_bad_operator,
     ],
 )
-def test_a_broken_bundle_fails_validation(validator, breakage):
+def test_a_broken_bundle_fails_validation(breakage):
     view = _target_view("prod")
-    assert not _schema_errors(validator, view)
+    assert not _schema_errors(view)
     breakage(view)
-    assert _schema_errors(validator, view), f"{breakage.__name__} was not caught"
-
-
-def test_the_pattern_translation_keeps_variable_references_valid():
-    pattern = _python_pattern(r"\$\{(var(\.\p{L}+([-_]*[\p{L}\p{N}]+)*(\[[0-9]+\])*)+)\}")
-    assert re.search(pattern, "${var.notification_emails}")
-    assert re.search(pattern, "${var.x2}")
-    assert not re.search(pattern, "${var.}")
-    assert not re.search(pattern, "$var.catalog")
+    assert _schema_errors(view), f"{breakage.__name__} was not caught"
 
 
 # --- the document as a whole ---------------------------------------------------------------------------------------
@@ -369,6 +309,10 @@ def test_the_variables_have_the_contract_defaults():
     variables = _root()["variables"]
     assert variables["replica_caught_up_slo_ms"]["default"] == 2000
     assert variables["quorum_lag_time_slo_ms"]["default"] == 2000
+    assert [variables[f"slo_objective_{slo}"]["default"] for slo in SLOS] == [0.999, 0.999, 0.99]
+    for task in _bundle()["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]:
+        for slo in SLOS:
+            assert f"--set=slo_objective_{slo}=${{var.slo_objective_{slo}}}" in task["python_wheel_task"]["parameters"]
     assert variables["window_minutes"]["default"] == 5
     assert variables["notification_emails"]["type"] == "complex"
     assert isinstance(variables["notification_emails"]["default"], list)
@@ -413,9 +357,40 @@ def test_prod_is_production_with_run_as_and_permissions_from_variables():
     view = _target_view("prod")
     for key, job in _jobs(view).items():
         (trigger,) = [job[t] for t in ("schedule", "trigger", "continuous") if t in job]
-        assert trigger["pause_status"] == "UNPAUSED", f"{key} would not run in prod"
+        assert trigger.get("pause_status", "UNPAUSED") == "UNPAUSED", f"{key} would not run in prod"
     for key, alert in _alerts(view).items():
-        assert alert["schedule"]["pause_status"] == "UNPAUSED", f"alert {key} would not run in prod"
+        assert alert["schedule"].get("pause_status", "UNPAUSED") == "UNPAUSED", f"alert {key} would not run in prod"
+
+
+def test_development_mode_pauses_the_jobs_and_no_variable_does():
+    """Development mode pauses a job's trigger or schedule only where the job sets no pause_status of its own: none
+    does, and no variable stands in for the mode."""
+    document = _bundle()
+    assert not [name for name in document["variables"] if "pause" in name]
+    assert "presets" not in document["targets"]["dev"], "the mode's defaults are the convention"
+    for key, job in _jobs(document).items():
+        for trigger in ("schedule", "trigger", "continuous"):
+            assert "pause_status" not in job.get(trigger, {}), f"{key}.{trigger} overrides development mode"
+
+
+def test_each_target_names_its_own_workspace_and_catalog():
+    targets = _root()["targets"]
+    profiles = [t["workspace"]["profile"] for t in targets.values()]
+    assert len(set(profiles)) == len(targets), "each target its own workspace profile"
+    for name, target in targets.items():
+        assert "catalog" in target["variables"], f"{name} does not say which catalog it uses"
+        # the CLI takes no variable references in authentication fields (host, profile, ...)
+        for key in ("host", "profile", "auth_type", "client_id"):
+            assert "${" not in str(target["workspace"].get(key, "")), f"{name}: workspace.{key} is interpolated"
+
+
+def test_sync_leaves_out_what_the_jobs_never_read_and_deployment_state_is_ignored():
+    excluded = _root()["sync"]["exclude"]
+    assert {"tests/", "benchmarks/"} <= set(excluded)
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert ".databricks/" in ignored
+    for generated in ("lakehouse/", ".venv/", "dist/", "build/"):
+        assert generated in ignored, generated  # the CLI syncs nothing .gitignore names
 
 
 def _strings(node: Any, path: str = ""):
@@ -529,7 +504,6 @@ def test_the_pipeline_runs_when_files_arrive_at_most_every_five_minutes_and_neve
     assert file_arrival["min_time_between_triggers_seconds"] == 300
     # a fleet's collectors write continuously: a quiet period would starve the trigger
     assert "wait_after_last_change_seconds" not in file_arrival
-    assert job["trigger"]["pause_status"] == "${var.pipeline_schedule_pause_status}"
     assert job["max_concurrent_runs"] == 1
     assert job["queue"] == {"enabled": False}
     assert job["email_notifications"]["on_failure"] == "${var.notification_emails}"
@@ -564,15 +538,73 @@ def test_every_task_runs_the_bundle_wheel(target):
             assert wheel.endswith(".whl")
 
 
+JOB_PARAMETER = re.compile(r"\{\{job\.parameters\.([A-Za-z0-9_]+)\}\}")
+
+
+def _with_job_parameters(parameters: list[str], job: dict[str, Any], **values: str) -> list[str]:
+    """The task's parameters as a run of the job passes them: each {{job.parameters.X}} replaced by its value (the
+    job's default unless given); {{job.start_time.iso_datetime}} by a time of that shape."""
+    defaults = {p["name"]: p["default"] for p in job.get("parameters", [])}
+    given = {**defaults, **values}
+    out = []
+    for p in parameters:
+        for name in JOB_PARAMETER.findall(p):
+            assert name in defaults, f"{p} names an undeclared job parameter"
+        p = JOB_PARAMETER.sub(lambda m: given[m.group(1)], p)
+        out.append(p.replace("{{job.start_time.iso_datetime}}", "2026-01-02T03:04:05.678"))
+    return out
+
+
 @pytest.mark.parametrize("layer", LAYERS)
 def test_the_layer_tasks_pass_flags_the_cli_accepts(layer):
     for target in _targets():
-        task = {t["task_key"]: t for t in _target_view(target)["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]}
-        parameters = task[layer]["python_wheel_task"]["parameters"]
-        args = build_parser().parse_args(["run", "--layers", layer, *parameters])
+        job = _target_view(target)["resources"]["jobs"]["quorumlake_pipeline"]
+        task = {t["task_key"]: t for t in job["tasks"]}
+        parameters = _with_job_parameters(task[layer]["python_wheel_task"]["parameters"], job)
+        args = build_parser().parse_args(["run", "--layer", layer, *parameters])
         assert args.ingest_mode == "autoloader"
         assert args.catalog == _variable_values(_bundle(), target)["catalog"]
-        assert args.layers == (layer,)
+        assert (args.layer, args.layers, args.full_refresh) == (layer, LAYERS, False)
+        rerun = _with_job_parameters(
+            task[layer]["python_wheel_task"]["parameters"], job, layers="silver,gold", full_refresh="true"
+        )
+        args = build_parser().parse_args(["run", "--layer", layer, *rerun])
+        assert (args.layers, args.full_refresh) == (("silver", "gold"), True)
+
+
+def test_the_job_takes_the_layers_and_a_full_refresh_as_job_parameters():
+    job = _bundle()["resources"]["jobs"]["quorumlake_pipeline"]
+    assert {p["name"]: p["default"] for p in job["parameters"]} == {"layers": ",".join(LAYERS), "full_refresh": "false"}
+    for task in job["tasks"]:
+        parameters = task["python_wheel_task"]["parameters"]
+        assert "--layers={{job.parameters.layers}}" in parameters
+        assert "--full-refresh={{job.parameters.full_refresh}}" in parameters
+
+
+def test_only_the_last_task_reports_a_degraded_run_for_the_whole_job_run():
+    """Bronze and silver exit 0 when they could not process some input (so the next task runs under ALL_SUCCESS);
+    gold, last, exits 4 if any task of this job run could not (docs/operations.md, "Exit codes")."""
+    tasks = {t["task_key"]: t for t in _bundle()["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]}
+    *earlier, last = LAYERS
+    for layer in earlier:
+        parameters = tasks[layer]["python_wheel_task"]["parameters"]
+        assert "--degraded-exit-code=0" in parameters
+        assert not [p for p in parameters if p.startswith("--outcome-since")]
+    parameters = tasks[last]["python_wheel_task"]["parameters"]
+    assert "--outcome-since={{job.start_time.iso_datetime}}" in parameters
+    assert not [p for p in parameters if p.startswith("--degraded-exit-code")]
+
+
+def test_only_prod_deletes_ingested_landing_files_and_may():
+    """Landing retention (cloudFiles.cleanSource) is on only where the deployment owns the landing volume, whose
+    run-as principal then needs WRITE VOLUME on it."""
+    dev, prod = _variable_values(_bundle(), "dev"), _variable_values(_bundle(), "prod")
+    assert dev["landing_retention_days"] == 0 < prod["landing_retention_days"]
+    bronze = {t["task_key"]: t for t in _bundle()["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]}["bronze"]
+    assert "--set=landing_retention_days=${var.landing_retention_days}" in bronze["python_wheel_task"]["parameters"]
+    landing = _target_view("prod", resolve=False)["resources"]["volumes"]["landing"]
+    (grant,) = [g for g in landing["grants"] if g["principal"] == "${var.service_principal_name}"]
+    assert {"READ_VOLUME", "WRITE_VOLUME"} <= set(grant["privileges"])
 
 
 def test_the_maintenance_task_passes_flags_the_cli_accepts():
@@ -618,6 +650,8 @@ def test_the_wheel_has_the_entry_points_and_no_spark(checkout_wheel):
 
 
 ALERTS = ("quorumlake_cluster_critical", "quorumlake_at_min_isr_escalated", "quorumlake_stale_data")
+# the SLO burn alerts (issue #51): a page and a ticket, each notifying once per episode
+BURN_ALERTS = ("quorumlake_slo_fast_burn", "quorumlake_slo_slow_burn")
 
 
 def alert_queries(catalog: str = "spark_catalog") -> dict[str, str]:
@@ -628,10 +662,10 @@ def alert_queries(catalog: str = "spark_catalog") -> dict[str, str]:
 
 def test_the_three_alerts_of_the_issue():
     alerts = _alerts(_bundle())
-    assert set(alerts) == set(ALERTS)
-    for key, alert in alerts.items():
+    assert set(alerts) == set(ALERTS + BURN_ALERTS)
+    for key, alert in ((key, alerts[key]) for key in ALERTS):
         assert alert["warehouse_id"] == "${var.warehouse_id}", key
-        assert alert["schedule"]["pause_status"] == "${var.pipeline_schedule_pause_status}", key
+        assert "pause_status" not in alert["schedule"], key  # runs in prod; paused by the dev target
         assert alert["schedule"]["timezone_id"] == "UTC"
         evaluation = alert["evaluation"]
         assert (evaluation["comparison_operator"], evaluation["threshold"]["value"]["double_value"]) == (
@@ -651,7 +685,25 @@ def test_the_stale_minutes_reach_the_pipeline_that_builds_the_view():
         assert "--set=stale_after_minutes=${var.stale_after_minutes}" in task["python_wheel_task"]["parameters"]
 
 
-@pytest.mark.parametrize("key", ALERTS)
+def test_the_burn_alerts_page_and_open_tickets_once_per_episode():
+    alerts = _alerts(_bundle())
+    for key, kind, subscriptions in (
+        ("quorumlake_slo_fast_burn", "fast", "${var.alert_subscriptions}"),
+        ("quorumlake_slo_slow_burn", "slow", "${var.ticket_subscriptions}"),
+    ):
+        alert = alerts[key]
+        assert f"kind = '{kind}' AND ended_at IS NULL" in alert["query_text"]
+        evaluation = alert["evaluation"]
+        assert (evaluation["comparison_operator"], evaluation["threshold"]["value"]["double_value"]) == (
+            "GREATER_THAN",
+            0,
+        )
+        # notified when it starts and when it ends, not again while it goes on
+        assert evaluation["notification"] == {"subscriptions": subscriptions, "notify_on_ok": True}
+        assert "pause_status" not in alert["schedule"]  # runs in prod; paused by the dev target
+
+
+@pytest.mark.parametrize("key", ALERTS + BURN_ALERTS)
 def test_every_alert_query_is_spark_sql_over_the_deployment_s_gold(key):
     alert = _alerts(_bundle())[key]
     assert "${var.catalog}.${var.schema_prefix}gold." in alert["query_text"]
@@ -701,16 +753,18 @@ def test_the_dashboard_resource():
     path, resource = _dashboard_resource()
     assert resource["display_name"]
     assert resource["warehouse_id"] == "${var.warehouse_id}"
+    # each target's dashboard reads that target's own gold
     assert resource["dataset_catalog"] == "${var.catalog}"
+    assert resource["dataset_schema"] == "${var.schema_prefix}gold"
     assert resource["file_path"].endswith(".lvdash.json")
     assert (path.parent / resource["file_path"]).resolve() == ROOT / "resources/dashboards/quorumlake.lvdash.json"
 
 
-def test_the_dashboard_has_datasets_and_one_page_of_widgets():
+def test_the_dashboard_has_datasets_and_its_pages_of_widgets():
     dashboard = _dashboard()
     names = [d["name"] for d in dashboard["datasets"]]
     assert len(names) == len(set(names))
-    assert len(dashboard["pages"]) == 1
+    assert [page["name"] for page in dashboard["pages"]] == ["quorum_health", "error_budgets"]
     widget_names = [item["widget"]["name"] for _, item in _widgets()]
     assert len(widget_names) == len(set(widget_names))
     kinds = {item["widget"]["spec"]["widgetType"] for _, item in _widgets() if "spec" in item["widget"]}
@@ -727,7 +781,8 @@ def test_every_dataset_is_spark_sql_over_gold(name):
     defined = {alias.alias for alias in tree.find_all(exp.Alias)}
     allowed: set[str] = set(defined)
     for table in tables:
-        assert table.db == "gold" and not table.catalog, f"{name}: {table.sql()} must be gold.<name>, no catalog"
+        # the dashboard's dataset_catalog and dataset_schema say whose gold: a name of its own would bypass them
+        assert not table.db and not table.catalog, f"{name}: {table.sql()} must name a gold object alone"
         assert table.name in GOLD_COLUMNS, f"{name}: unknown gold object {table.name}"
         allowed |= GOLD_COLUMNS[table.name]
     used = {column.name for column in tree.find_all(exp.Column)}
@@ -794,24 +849,56 @@ def _encodings(node: Any):
 
 
 def test_the_dashboard_shows_the_issue_s_views():
-    sql = " ".join(_dataset_sql(d) for d in _datasets().values())
-    for view in (
-        "gold.v_fleet_overview",
-        "gold.v_slo_attainment_daily",
-        "gold.v_partitions_at_min_isr",
-        "gold.metadata_offset_divergence",
-        "gold.isr_health",
-    ):
-        assert view in sql
+    read = {
+        table.name
+        for d in _datasets().values()
+        for table in sqlglot.parse_one(_dataset_sql(d), read="spark").find_all(exp.Table)
+    }
+    assert {
+        "v_fleet_overview",
+        "v_slo_attainment_daily",
+        "v_partitions_at_min_isr",
+        "metadata_offset_divergence",
+        "isr_health",
+        # issue #51: the budget page
+        "slo_budget",
+        "v_slo_burn_episodes",
+        "v_slo_attainment_by_cohort",
+    } <= read
+
+
+def _page_filters(page_name: str) -> dict[str, dict[str, Any]]:
+    return {
+        item["widget"]["spec"]["widgetType"]: item["widget"]
+        for page, item in _widgets()
+        if page["name"] == page_name and item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")
+    }
+
+
+def _page_datasets(page_name: str) -> set[str]:
+    return {
+        query["query"]["datasetName"]
+        for page, item in _widgets()
+        if page["name"] == page_name and not item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")
+        for query in item["widget"].get("queries", [])
+    }
+
+
+def test_the_budget_page_filters_its_cluster_datasets_by_cluster():
+    outputs = {
+        name: set(sqlglot.parse_one(_dataset_sql(d), read="spark").named_selects) for name, d in _datasets().items()
+    }
+    filters = _page_filters("error_budgets")
+    assert set(filters) == {"filter-multi-select"}
+    (widget,) = filters.values()
+    covered = {query["query"]["datasetName"] for query in widget["queries"]}
+    assert covered == {name for name in _page_datasets("error_budgets") if "cluster_id" in outputs[name]}
+    assert covered == {"slo_budget_latest", "slo_budget_days", "slo_burn_episodes"}
 
 
 def test_cluster_and_time_range_filters_cover_the_datasets():
-    datasets = _datasets()
-    filters = {
-        item["widget"]["spec"]["widgetType"]: item["widget"]
-        for _, item in _widgets()
-        if item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")
-    }
+    datasets = {name: d for name, d in _datasets().items() if name in _page_datasets("quorum_health")}
+    filters = _page_filters("quorum_health")
     assert set(filters) == {"filter-multi-select", "filter-date-range-picker"}
 
     def filtered(widget):

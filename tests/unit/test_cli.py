@@ -92,9 +92,38 @@ def test_sql_errors_are_one_line(spark, tmp_path, capsys):
 @pytest.mark.parametrize("layer", LAYERS)
 def test_a_layer_entry_point_runs_that_layer_alone_with_its_arguments(layer, monkeypatch):
     # what the Databricks job's tasks call (`quorumlake-<layer> --landing ... --warehouse ...`); the wheel test
-    # checks that the installed scripts reach the CLI, this that each runs `run --layers <layer>` with its arguments
+    # checks that the installed scripts reach the CLI, this that each runs `run --layer <layer>` with its arguments
     calls = []
     monkeypatch.setattr(cli, "main", lambda argv: calls.append(list(argv)) or 0)
     entry = getattr(cli, f"{layer}_main")
     assert entry(["--landing", "/l", "--warehouse", "/w", "--set", "batch_bytes=1"]) == 0
-    assert calls == [["run", "--layers", layer, "--landing", "/l", "--warehouse", "/w", "--set", "batch_bytes=1"]]
+    assert calls == [["run", "--layer", layer, "--landing", "/l", "--warehouse", "/w", "--set", "batch_bytes=1"]]
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ([], False),
+        (["--full-refresh"], True),
+        (["--full-refresh=true"], True),
+        (["--full-refresh=false"], False),
+        (["--full-refresh", "True"], True),
+    ],
+)
+def test_full_refresh_is_a_flag_or_a_value(flags, expected):
+    assert cli.build_parser().parse_args(["run", *flags]).full_refresh is expected
+
+
+def test_a_bad_full_refresh_value_or_outcome_time_is_a_usage_error(capsys):
+    assert cli.main(["run", "--full-refresh=sometimes"]) == 2
+    assert cli.main(["run", "--outcome-since=yesterday"]) == 2
+    assert cli.main(["run", "--degraded-exit-code=300"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and all(line.startswith("quorumlake run: argument --") for line in err)
+
+
+def test_the_outcome_time_is_utc_unless_it_says_otherwise():
+    parse = cli.build_parser().parse_args
+    naive = parse(["run", "--outcome-since=2026-01-02T03:04:05.678"]).outcome_since
+    zulu = parse(["run", "--outcome-since=2026-01-02T03:04:05.678Z"]).outcome_since
+    assert naive == zulu and naive.utcoffset().total_seconds() == 0

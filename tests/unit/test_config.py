@@ -3,9 +3,11 @@ built, so an injection attempt is a one-line configuration error (exit 2), never
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from quorumlake.pipelines.config import Config, ConfigError, build_config
+from quorumlake.pipelines.config import Config, ConfigError, build_config, typed_settings
 from tests.helpers import quorumlake
 
 INJECTIONS = [
@@ -76,3 +78,38 @@ def test_injection_through_the_cli_is_one_line_and_exit_2(tmp_path, command, arg
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("quorumlake: error: ") and message in lines[0], result.stderr
     assert not (tmp_path / "lakehouse").exists()  # nothing was created: Spark was never started
+
+
+# --- the SLO objectives: the first settings that are numbers between 0 and 1 ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (1.0, "between 0 and 1 (exclusive)"),
+        (0, "between 0 and 1 (exclusive)"),
+        (-0.5, "between 0 and 1 (exclusive)"),
+        (float("nan"), "between 0 and 1 (exclusive)"),
+        ("0.99", "must be a number"),
+        (True, "must be a number"),
+    ],
+)
+def test_slo_objectives_are_shares_strictly_between_0_and_1(value, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        Config().with_overrides(slo_objective_write_availability=value)
+
+
+def test_slo_objectives_from_a_file_and_the_command_line(tmp_path):
+    path = tmp_path / "q.toml"
+    path.write_text("slo_objective_quorum_lag = 0.995\nslo_objective_metadata_freshness = 0.9\n")
+    config = build_config(str(path), **typed_settings([("slo_objective_write_availability", "0.9999")]))
+    assert (
+        config.slo_objective_quorum_lag,
+        config.slo_objective_write_availability,
+        config.slo_objective_metadata_freshness,
+    ) == (0.995, 0.9999, 0.9)
+    path.write_text('slo_objective_quorum_lag = "high"\n')
+    with pytest.raises(ConfigError, match="slo_objective_quorum_lag must be a number"):
+        build_config(str(path))
+    with pytest.raises(ConfigError, match="--set: slo_objective_quorum_lag must be a number, not 'high'"):
+        typed_settings([("slo_objective_quorum_lag", "high")])

@@ -15,17 +15,21 @@ from pyspark.sql import DataFrame
 from quorumlake.bronze.raw import BINARY_FILE_SCHEMA, FORMATS, build_raw_records
 from quorumlake.contract import tables as t
 from quorumlake.gold.brokers import build_broker_registrations
+from quorumlake.gold.cohorts import build_cluster_cohorts
 from quorumlake.gold.controller import build_controller_health
+from quorumlake.gold.dims import build_dim_cluster, build_dim_date, build_dim_node
 from quorumlake.gold.divergence import build_metadata_offset_divergence
 from quorumlake.gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
 from quorumlake.gold.quorum import build_quorum_health, build_quorum_status
 from quorumlake.gold.replicas import build_replica_lag_sli
+from quorumlake.gold.slo import build_slo_budget, build_slo_burn, daily_counts, quorum_lag_events, window_counts
 from quorumlake.silver.common import QUARANTINE_COLUMNS
 from quorumlake.silver.metrics import build_node_metrics
 from quorumlake.silver.partitions import build_partition_states
 from quorumlake.silver.quorum import build_quorum_snapshots
 
 RUN_AT = datetime(2026, 11, 26, 12, 0)
+OBJECTIVES = {"quorum_lag": 0.999, "write_availability": 0.999, "metadata_freshness": 0.99}
 
 
 def _empty(spark, spec: t.TableSpec) -> DataFrame:
@@ -57,6 +61,7 @@ def _outputs(spark) -> list[tuple[str, t.TableSpec, DataFrame]]:
     )
     silver_partitions = e(t.SILVER_PARTITION_STATES)
     silver_metrics = e(t.SILVER_NODE_METRICS)
+    burn, budget = e(t.GOLD_SLO_BURN), e(t.GOLD_SLO_BUDGET)
     return [
         *(
             (f"build_raw_records({source!r})", spec, build_raw_records(files, source, RUN_AT))
@@ -87,6 +92,30 @@ def _outputs(spark) -> list[tuple[str, t.TableSpec, DataFrame]]:
             t.GOLD_BROKER_REGISTRATIONS,
             build_broker_registrations(silver_metrics, e(t.GOLD_BROKER_REGISTRATIONS), 5),
         ),
+        (
+            "build_slo_burn",
+            t.GOLD_SLO_BURN,
+            build_slo_burn(burn, window_counts(quorum_lag_events(status, 2000), "quorum_lag"), burn, OBJECTIVES),
+        ),
+        ("build_slo_budget", t.GOLD_SLO_BUDGET, build_slo_budget(budget, daily_counts(burn), budget, OBJECTIVES)),
+        (
+            "build_cluster_cohorts",
+            t.GOLD_CLUSTER_COHORTS,
+            build_cluster_cohorts(e(t.SILVER_QUORUM_SNAPSHOTS), e(t.SILVER_REPLICA_STATES)),
+        ),
+        (
+            "build_dim_cluster",
+            t.GOLD_DIM_CLUSTER,
+            build_dim_cluster(
+                e(t.SILVER_QUORUM_SNAPSHOTS),
+                silver_partitions,
+                silver_metrics,
+                e(t.GOLD_DIM_CLUSTER),
+                e(t.GOLD_CLUSTER_COHORTS),
+            ),
+        ),
+        ("build_dim_node", t.GOLD_DIM_NODE, build_dim_node(e(t.SILVER_REPLICA_STATES), silver_metrics)),
+        ("build_dim_date", t.GOLD_DIM_DATE, build_dim_date(spark.createDataFrame([], "date DATE"))),
     ]
 
 
@@ -133,4 +162,4 @@ def test_every_landing_source_has_a_bronze_table():
 def test_a_gold_table_is_built_by_the_builder_of_its_name(outputs):
     """`gold.<name>` is built by `build_<name>` (how the README tells a reader to find a table's builder)."""
     gold = {spec.name: name for name, (spec, _) in outputs.items() if spec.schema == "gold"}
-    assert gold == {spec.name: f"build_{spec.table}" for spec in t.GOLD_TABLES}
+    assert gold == {spec.name: f"build_{spec.table}" for spec in (*t.GOLD_TABLES, *t.GOLD_DIMENSIONS)}

@@ -58,6 +58,9 @@ BASE = {
         "cli_max_follower_lag_time_ms": None,
         "record_ids": ["r"],
         "ingested_at": NAIVE_RUN_AT,
+        "kafka_version": None,
+        "metadata_version_level": None,
+        "kraft_version": None,
     },
     SILVER_REPLICA_STATES.name: {
         "cluster_id": "c",

@@ -384,6 +384,59 @@ def test_v3_is_read_by_the_fields_we_know_and_unknown_fields_are_ignored(built):
     assert rejected.collect() == []
 
 
+# --- what the collector records of the answering node (envelope kafka_version, finalized_features) ---------------
+
+
+def with_envelope(row: tuple, **extra) -> tuple:
+    """An `admin` bronze row whose envelope carries more keys."""
+    payload = json.loads(row[5])
+    payload.update(extra)
+    return (*row[:5], json.dumps(payload, separators=(",", ":")), *row[6:])
+
+
+@case
+def collector_records() -> list[tuple]:
+    resp = response(2, scenario_voters(2), scenario_observers(2))
+    return [
+        with_envelope(
+            admin("r1", resp, 2, collected_ms=COLLECTED_MS),
+            kafka_version="4.1",
+            finalized_features={"metadata.version": 27, "kraft.version": 1, "group.version": 1},
+        ),
+        # kraft.version 0 is not listed by Kafka (levels above 0 only)
+        with_envelope(
+            admin("r2", resp, 2, collected_ms=COLLECTED_MS + 1000),
+            kafka_version="3.9",
+            finalized_features={"metadata.version": 21},
+        ),
+        # malformed extras never make the response unreadable: they are unknown
+        with_envelope(
+            admin("r3", resp, 2, collected_ms=COLLECTED_MS + 2000),
+            kafka_version="",
+            finalized_features={"metadata.version": "x", "kraft.version": 1.5},
+        ),
+        with_envelope(admin("r4", resp, 2, collected_ms=COLLECTED_MS + 3000), finalized_features="garbage"),
+        admin("r5", resp, 2, collected_ms=COLLECTED_MS + 4000),  # a collector that records nothing
+    ]
+
+
+def test_the_collector_s_release_and_feature_levels_become_snapshot_columns(built):
+    snapshots, replicas, rejected = built[collector_records]
+    check_rows(
+        snapshots,
+        ["collected_at", "kafka_version", "metadata_version_level", "kraft_version", "leader_id"],
+        "collected_at TIMESTAMP, kafka_version STRING, metadata_version_level INT, kraft_version INT, leader_id INT",
+        [
+            (ts(COLLECTED_MS), "4.1", 27, 1, 3002),
+            (ts(COLLECTED_MS + 1000), "3.9", 21, 0, 3002),
+            (ts(COLLECTED_MS + 2000), None, None, None, 3002),
+            (ts(COLLECTED_MS + 3000), None, None, None, 3002),
+            (ts(COLLECTED_MS + 4000), None, None, None, 3002),
+        ],
+    )
+    assert replicas.count() == 5 * 4 and rejected.collect() == []
+
+
 # --- unknown values (-1) ----------------------------------------------------------------------------------------
 
 

@@ -256,7 +256,17 @@ def test_quorum_lines_follow_the_json_converter_for_their_version(fleet):
     for p in files(fleet.root / "quorum", r"\.jsonl(\.gz)?$"):
         for line in read_text(p).splitlines():
             record = json.loads(line)
-            assert list(record) == ["cluster_id", "collected_at_ms", "api_version", "response"]
+            assert list(record) == [
+                "cluster_id",
+                "collected_at_ms",
+                "api_version",
+                "response",
+                "kafka_version",
+                "finalized_features",
+            ]
+            # what the collector records of the answering node: a release that answers with this version
+            assert record["kafka_version"] in {2: ("4.1", "3.9"), 1: ("3.7",), 0: ("3.2",)}[record["api_version"]]
+            assert ("kraft.version" in record["finalized_features"]) == (record["api_version"] == 2)
             assert line == json.dumps(record, separators=(",", ":"))
             v, response = record["api_version"], record["response"]
             assert list(response) == (
