@@ -110,6 +110,8 @@ class Timeline:
     frozen_appliers: list[Window] = field(default_factory=list)  # planned ones (plan.py), beside the scenario's
     flap: Flap | None = None
     quorum_offsets: dict[int, tuple[int, ...]] = field(default_factory=dict)  # step -> fixed collection offsets
+    # step -> controller -> fixed scrape offset (ms after the step): the exporter's scrape that lands mid-election
+    scrape_offsets: dict[int, dict[int, int]] = field(default_factory=dict)
     key_steps: set[int] = field(default_factory=set)
     events: list[str] = field(default_factory=list)  # human-readable, for the summary
 
@@ -231,6 +233,9 @@ def _leader_election(tl: Timeline, topo: ClusterTopology, followers: list[int]) 
         t = tl.step_ms(km)
         tl.elections.append(Election(t + 150, t + 290, c, tl.initial_epoch + 3, b))
         tl.quorum_offsets[km] = (200, 320)  # the first request lands between the two: NOT_LEADER_OR_FOLLOWER
+        # the controllers' scrapes land in the election too: the winner's early in it (4.x: prospective, 3.x:
+        # candidate), the other voters' late (4.x: unattached-voted, 3.x: voted)
+        tl.scrape_offsets[km] = {v: (185 if v == c else 255) for v in voters}
         tl.key_steps.add(km)
         tl.events.append(f"leader {b} resigns at {t + 150}; {c} leads from {t + 290} (epoch {tl.initial_epoch + 3})")
 

@@ -141,7 +141,7 @@ def test_more_scenario_signatures_in_gold(spark, fleet):
     assert cut[0]["age"] > 60_000 and all(r["age"] <= 2000 for r in cut[1:])
 
     # leader election: epoch increases are counted, and right after one a voter with an unknown LEO makes the
-    # CLI's MaxFollowerLagTimeMs -1 (unknown), which is never good
+    # CLI's MaxFollowerLagTimeMs -1 (unknown), which is neither good nor bad
     changes = spark.sql(f"SELECT sum(leader_changes) FROM gold.quorum_health WHERE cluster_id = '{election}'").first()[
         0
     ]
@@ -149,10 +149,16 @@ def test_more_scenario_signatures_in_gold(spark, fleet):
     assert (
         spark.sql(
             f"SELECT count(*) FROM gold.quorum_status WHERE cluster_id = '{election}' "
-            "AND max_follower_lag_time_ms = -1 AND NOT is_good"
+            "AND max_follower_lag_time_ms = -1 AND is_good IS NULL"
         ).first()[0]
         >= 1
     )
+    # the controllers scraped mid-election: the winner a candidate (a Kafka 3.x cluster) in exactly one window
+    electing = spark.sql(
+        f"SELECT window_start, node_id FROM gold.controller_health WHERE cluster_id = '{election}' "
+        "AND candidate_scrapes > 0"
+    ).collect()
+    assert len(electing) == 1
     assert (
         spark.sql(f"SELECT sum(leader_changes) FROM gold.quorum_health WHERE cluster_id = '{healthy}'").first()[0] == 0
     )
