@@ -207,6 +207,14 @@ def test_report_renders_in_a_headless_browser(spark, fleet, tmp_path):
     ):
         assert title in html
     assert html.count("<svg") >= 8 and html.count(">legend<") >= 8 and "time (UTC)" in html
+    # the v0 cluster's lag time is unknown: grey n/a in the overview, never a failing value
+    v0 = spark.sql(
+        "SELECT cluster_id FROM gold.quorum_status GROUP BY cluster_id HAVING max(max_follower_lag_time_ms) = -1"
+    ).collect()
+    assert v0
+    for (cluster,) in v0:
+        row = re.search(rf'<tr><td class="l">{cluster}</td>.*?</tr>', html).group(0)
+        assert '<td class="na">n/a</td>' in row
     browser = _chromium()
     if browser is None:
         pytest.skip("Debian's chromium is not installed (scripts/bootstrap.sh installs it when run as root)")
@@ -381,6 +389,11 @@ def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
 
     (critical,) = spark.sql(queries["quorumlake_cluster_critical"]).collect()
     assert critical["critical_clusters"] == sum(r["status"] == "critical" for r in overview)
+    # an unknown lag is named as n/a, never the reason a cluster is critical
+    lag_na = sorted(
+        r["cluster_id"] for r in overview if r["status"] == "critical" and (r["max_follower_lag_time_ms"] or 0) < 0
+    )
+    assert critical["lag_na"] == (", ".join(lag_na) or "none")
 
     # the demo's faults ended in 2024: nothing escalated within the lookback, but every escalation is found with a
     # lookback reaching back to it
