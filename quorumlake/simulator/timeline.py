@@ -1,7 +1,8 @@
 """What happens to a cluster and when: each scenario becomes a handful of timed events that the cluster model
 (`cluster.py`) reads. The fault occupies the middle third of the run: it starts half an interval before snapshot
 `fault_start_step` = steps // 3 and ends half an interval before snapshot `fault_end_step` = 2 * steps // 3, so every
-snapshot in between sees it and the ones after see the recovery.
+snapshot in between sees it and the ones after see the recovery. With `fault_at_end` it occupies the last third
+instead (from snapshot steps - steps // 3 on) and is still going on at the last snapshot: a fleet that looks live.
 """
 
 from __future__ import annotations
@@ -136,13 +137,19 @@ class Timeline:
 
 
 def build_timeline(
-    topo: ClusterTopology, seed: int, start_ms: int, interval_s: int, steps: int, plan: Sequence[Any] = ()
+    topo: ClusterTopology,
+    seed: int,
+    start_ms: int,
+    interval_s: int,
+    steps: int,
+    plan: Sequence[Any] = (),
+    fault_at_end: bool = False,
 ) -> Timeline:
     """The cluster's scenario as timed events, and the planned outages of `plan` (`plan.PlannedOutage`s of this
-    cluster) on top of it."""
+    cluster) on top of it; `fault_at_end`: the fault occupies the last third and does not end within the run."""
     noise = Noise(seed, topo.cluster_id, "timeline")
     voters = sorted(topo.controllers)
-    fs, fe = steps // 3, (2 * steps) // 3
+    fs, fe = (steps - steps // 3, steps) if fault_at_end else (steps // 3, (2 * steps) // 3)
     tl = Timeline(
         start_ms=start_ms,
         interval_ms=interval_s * 1000,
