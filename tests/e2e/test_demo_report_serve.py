@@ -207,14 +207,12 @@ def test_report_renders_in_a_headless_browser(spark, fleet, tmp_path):
     ):
         assert title in html
     assert html.count("<svg") >= 8 and html.count(">legend<") >= 8 and "time (UTC)" in html
-    # the v0 cluster's lag time is unknown: grey n/a in the overview, never a failing value
-    v0 = spark.sql(
-        "SELECT cluster_id FROM gold.quorum_status GROUP BY cluster_id HAVING max(max_follower_lag_time_ms) = -1"
-    ).collect()
-    assert v0
-    for (cluster,) in v0:
-        row = re.search(rf'<tr><td class="l">{cluster}</td>.*?</tr>', html).group(0)
-        assert '<td class="na">n/a</td>' in row
+    # the v0 cluster (leader-election) has no fetch timestamps: voters not fetching is unknown, a grey n/a in the
+    # overview, never a failing value; a v2 cluster's is a number
+    v0 = re.search(rf'<tr><td class="l">{_cluster(spark, "leader-election")}</td>.*?</tr>', html).group(0)
+    assert '<td class="na">n/a</td>' in v0
+    v2 = re.search(rf'<tr><td class="l">{_cluster(spark, "healthy")}</td>.*?</tr>', html).group(0)
+    assert '<td class="na">' not in v2
     browser = _chromium()
     if browser is None:
         pytest.skip("Debian's chromium is not installed (scripts/bootstrap.sh installs it when run as root)")
@@ -428,7 +426,7 @@ def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
 
 def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, fleet, tmp_path):
     """The metric views' measures, expanded into plain Spark SQL over their source at two grains: per cluster and
-    day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(snapshots)."""
+    day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(judged snapshots)."""
     import yaml
 
     from quorumlake.gold.metric_views import METRIC_VIEWS
@@ -448,14 +446,17 @@ def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, flee
     assert len(by_day) == len(daily)
     for r in by_day:
         expected = daily[(r["cluster_id"], r["day"].date())]
-        assert (r["snapshots"], r["good_snapshots"], r["sli"]) == (
+        assert (r["snapshots"], r["good_snapshots"], r["unknown_snapshots"], r["sli"]) == (
             expected["snapshots"],
             expected["good_snapshots"],
+            expected["unknown_snapshots"],
             expected["sli"],
         )
     (fleet_wide,) = query(quorum, [])
-    assert fleet_wide["sli"] == sum(r["good_snapshots"] for r in daily.values()) / sum(
-        r["snapshots"] for r in daily.values()
+    unknown = sum(r["unknown_snapshots"] for r in daily.values())
+    assert unknown > 0  # the v0 cluster's
+    assert fleet_wide["sli"] == sum(r["good_snapshots"] for r in daily.values()) / (
+        sum(r["snapshots"] for r in daily.values()) - unknown
     )
     for view in METRIC_VIEWS:
         assert query(view, ["cluster_id"]) and query(view, [])
