@@ -34,6 +34,7 @@ from quorumlake.contract.kafka import release_of_metadata_level
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_ISR_HEALTH,
+    GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_QUORUM_STATUS,
     GOLD_REPLICA_LAG_SLI,
@@ -383,6 +384,7 @@ class Scenario:
 TABLES = [
     GOLD_QUORUM_STATUS,
     GOLD_ISR_HEALTH,
+    GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_REPLICA_LAG_SLI,
@@ -428,6 +430,57 @@ class Live:
     scenario: Scenario
     tables: dict[str, list[dict]]
     follower_down: tuple[int, int]
+    frozen: tuple[int, int, int]  # (follower, from, until): not fetching in that time
+
+
+# --- Kafka 4.x signals (issue #49): a frozen follower controller, a topic whose min ISR exceeds its replicas ----
+
+
+MISCONFIGURED = ("misconfigured", 2, 2, "3")  # 2 replicas, min.insync.replicas 3 (KIP-966: effective min ISR 2)
+
+
+def drive_kafka_4x_faults(s: Scenario, cluster: KafkaCluster, tmp_path: Path) -> tuple[int, int, int]:
+    """Two phases at the end: a follower controller frozen (SIGSTOP) past controller.quorum.fetch.timeout.ms (2 s,
+    the default) and then let go (SIGCONT); a topic created with 2 replicas and min.insync.replicas 3. Returns the
+    frozen follower and the span in which every capture saw it not fetching."""
+    leader = int(s.status()["LeaderId"])
+    follower = next(i for i in (1, 2, 3) if i != leader)
+    s.begin("follower-controller-frozen")
+    cluster.pause_node(follower)
+    s.wait_for(
+        "the frozen follower to stop fetching", lambda: int(s.status().get("MaxFollowerLagTimeMs", "0")) > SLO_MS + 1500
+    )
+    frozen_from = now_ms()
+    s.moment()
+    frozen_until = now_ms()
+    cluster.resume_node(follower)
+    s.wait_for("the follower to catch up again", lambda: s.status().get("MaxFollowerLag") in ("0", "1"))
+
+    s.begin("misconfigured-topic")
+    name, partitions, rf, min_isr = MISCONFIGURED
+    s.run_tool(
+        tmp_path / f"create-{name}.txt",
+        TOPICS,
+        "--bootstrap-server",
+        s.bootstrap(),
+        "--create",
+        "--topic",
+        name,
+        "--partitions",
+        str(partitions),
+        "--replication-factor",
+        str(rf),
+        "--config",
+        f"min.insync.replicas={min_isr}",
+    )
+
+    def settled() -> bool:
+        lines = [p for (topic, _), p in partition_lines(s.describe_topics()).items() if topic == name]
+        return len(lines) == partitions and all(len(p["isr"]) == rf for p in lines)
+
+    s.wait_for(f"{name}'s ISRs to be full", settled)
+    s.moment()
+    return follower, frozen_from, frozen_until
 
 
 @pytest.fixture(scope="module")
@@ -509,6 +562,7 @@ def live(cluster, tmp_path_factory, request) -> Live:
 
     s.wait_for("the old leader to catch up", caught_up)
     s.moment()
+    frozen = drive_kafka_4x_faults(s, cluster, tmp_path)
     s.phase.ended_ms = now_ms()
     s.collect_unreachable()
     kafka_s = time.monotonic() - started
@@ -530,7 +584,7 @@ def live(cluster, tmp_path_factory, request) -> Live:
         f"Apache Kafka {version}: phases, pipeline and queries took {time.monotonic() - started:.0f}s "
         f"(Kafka phases {kafka_s:.0f}s)"
     )
-    return Live(s, tables, follower_down)
+    return Live(s, tables, follower_down, frozen)
 
 
 # --- checks ----------------------------------------------------------------------------------------------------
@@ -558,6 +612,14 @@ def test_stopped_follower_controller_leaves_the_slo(live):
 
 def test_every_node_has_small_divergence_while_healthy(live):
     check_divergence(live.tables, live.scenario)
+
+
+def test_frozen_follower_controller_is_not_fetching(live):
+    check_voters_not_fetching(live.tables, live.scenario, live.frozen)
+
+
+def test_a_topic_with_min_isr_above_its_replicas_in_both_min_isr_views(live):
+    check_both_min_isr_views(live.tables, live.scenario)
 
 
 def check_nothing_quarantined_but_the_unreachable_cluster(tables, cid):
@@ -681,7 +743,10 @@ def check_at_min_isr_episodes(tables, s: Scenario):
     }
     opened = {(e["topic"], e["partition"]) for e in episodes if ms(e["started_at"]) < two_down.started_ms}
     assert listed <= opened, (listed, opened)
-    assert all(e["ended_at"] is not None for e in episodes), "an AtMinIsr episode is still open at the end"
+    # (the misconfigured topic, created last, is at its effective min ISR for good: its episodes stay open)
+    assert all(e["ended_at"] is not None for e in episodes if e["topic"] != MISCONFIGURED[0]), (
+        "an AtMinIsr episode is still open at the end"
+    )
 
 
 def check_follower_leaves_the_slo(tables, s: Scenario, window):
@@ -710,3 +775,88 @@ def check_divergence(tables, s: Scenario):
         assert all(abs(r["divergence_records"]) <= 20 for r in mine), (node, mine)
     roles = {r["node_id"]: r["node_role"] for r in rows}
     assert roles == {1: "controller", 2: "controller", 3: "controller", 4: "broker", 5: "broker", 6: "broker"}
+
+
+def _not_fetching(text: str, timeout_ms: int = SLO_MS) -> int:
+    """Followers whose last fetch is older than `timeout_ms` before the leader's own, as the CLI printed them."""
+    header = [c.strip() for c in text.splitlines()[0].split("\t") if c.strip()]
+    column = header.index("LastFetchTimestamp")
+    ages = {}
+    for line in text.splitlines()[1:]:
+        cells = [c.strip() for c in line.split("\t") if c.strip()]
+        if len(cells) != len(header):
+            continue
+        value = cells[column]
+        ago = re.fullmatch(r"(\d+) ms ago", value)
+        ages[cells[-1], int(cells[0])] = -int(ago.group(1)) if ago else int(value)
+    (leader,) = [at for (status, _), at in ages.items() if status == "Leader"]
+    return sum(1 for (status, _), at in ages.items() if status == "Follower" and leader - at > timeout_ms)
+
+
+def check_voters_not_fetching(tables, s: Scenario, frozen):
+    _, start, end = frozen
+    rows = _status_rows(tables, s.cid)
+    phase = next(p for p in s.phases if p.name == "follower-controller-frozen")
+    (pair,) = phase.pairs
+    printed = (s.landing / "quorum" / f"cluster={s.cid}" / f"{pair['at']}.replication.txt").read_text()
+    assert _not_fetching(printed) == 1, printed
+    assert rows[pair["at"]]["voters_not_fetching"] == 1, rows[pair["at"]]
+    # the collector's DescribeQuorum answers of the same span: the same follower, not fetching
+    admin = [r for at, r in rows.items() if start <= at <= end and r["source"] == "admin"]
+    assert admin and all(r["voters_not_fetching"] == 1 and r["is_good"] is False for r in admin), admin
+    # before the freeze, while healthy: every voter fetching
+    healthy = [r for at, r in rows.items() if s.phases[0].started_ms <= at <= s.phases[0].ended_ms]
+    assert healthy and all(r["voters_not_fetching"] in (0, None) for r in healthy), healthy
+
+
+def _broker_gauges(s: Scenario, topic: str, name: str, since: int) -> dict[int, int]:
+    """Sum over partitions of the brokers' kafka.cluster:type=Partition,name=<name> gauge for `topic`, from each
+    broker's latest scrape since `since`, in whichever exporter naming the broker uses."""
+    totals = {}
+    for folder in sorted((s.landing / "metrics" / f"cluster={s.cid}").glob("node=*")):
+        scrapes = sorted((p for p in folder.glob("*.prom") if int(p.stem) >= since), key=lambda p: int(p.stem))
+        if not scrapes:
+            continue
+        value = 0
+        for line in scrapes[-1].read_text().splitlines():
+            lowered = line.lower()
+            if line.startswith("#") or f'topic="{topic}"' not in line or "partition" not in lowered:
+                continue
+            if f'name="{name}"' in line or f"partition_{name.lower()}{{" in lowered:
+                value += int(float(line.rsplit(" ", 1)[1]))
+        totals[int(folder.name.split("=")[1])] = value
+    return totals
+
+
+def check_both_min_isr_views(tables, s: Scenario):
+    topic, partitions, _, _ = MISCONFIGURED
+    phase = next(p for p in s.phases if p.name == "misconfigured-topic")
+    by_topic = {
+        ms(r["collected_at"]): r
+        for r in tables["gold.isr_health_by_topic"]
+        if r["cluster_id"] == s.cid and r["topic"] == topic
+    }
+    (capture,) = phase.topics
+    row = by_topic[capture["at"]]
+    folder = s.listings / str(capture["at"])
+    listed = {
+        flag: sum(1 for (t, _) in partition_lines((folder / f"{flag}.txt").read_text()) if t == topic)
+        for flag in ("at-min-isr", "under-min-isr")
+    }
+    # kafka-topics compares with the raw min.insync.replicas: both partitions "under min ISR" (KAFKA-21377)
+    assert (row["at_min_isr"], row["under_min_isr"]) == (listed["at-min-isr"], listed["under-min-isr"]) == (0, 2)
+    # the brokers compare with min(min.insync.replicas, replicas) = 2: at min ISR, not under
+    at_min = _broker_gauges(s, topic, "AtMinIsr", phase.started_ms)
+    under_min = _broker_gauges(s, topic, "UnderMinIsr", phase.started_ms)
+    assert set(at_min) >= {4, 5, 6}, at_min
+    assert (row["at_min_isr_effective"], row["under_min_isr_effective"]) == (
+        sum(at_min.values()),
+        sum(under_min.values()),
+    ), (row, at_min, under_min)
+    assert (row["at_min_isr_effective"], row["under_min_isr_effective"]) == (partitions, 0)
+    assert row["min_isr_above_replicas"] == partitions
+    # the collector's own snapshots of the phase count the same
+    collected = [r for at, r in by_topic.items() if at >= phase.started_ms and at != capture["at"]]
+    assert collected, by_topic
+    for r in collected:
+        assert (r["under_min_isr"], r["at_min_isr_effective"], r["under_min_isr_effective"]) == (2, 2, 0), r
