@@ -24,6 +24,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,6 +34,7 @@ import pytest
 from quorumlake.contract.kafka import release_of_metadata_level
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_CONTROLLER_HEALTH,
     GOLD_ISR_HEALTH,
     GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_METADATA_OFFSET_DIVERGENCE,
@@ -388,6 +390,7 @@ TABLES = [
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_REPLICA_LAG_SLI,
+    GOLD_CONTROLLER_HEALTH,
     SILVER_QUARANTINE,
     SILVER_QUORUM_SNAPSHOTS,
 ]
@@ -431,6 +434,7 @@ class Live:
     tables: dict[str, list[dict]]
     follower_down: tuple[int, int]
     frozen: tuple[int, int, int]  # (follower, from, until): not fetching in that time
+    survivor: int  # the controller left alone when the other two stopped
 
 
 # --- Kafka 4.x signals (issue #49): a frozen follower controller, a topic whose min ISR exceeds its replicas ----
@@ -481,6 +485,41 @@ def drive_kafka_4x_faults(s: Scenario, cluster: KafkaCluster, tmp_path: Path) ->
     s.wait_for(f"{name}'s ISRs to be full", settled)
     s.moment()
     return follower, frozen_from, frozen_until
+
+
+SURVIVOR = 2  # the controller whose exporter uses Strimzi-style rules, which keep raft-metrics' current-state
+PRE_VOTE_STATES = ("prospective", "prospective-voted")
+
+
+def _raft_state(text: str) -> str | None:
+    found = re.search(r'^kafka_server_raftmetrics_current_state\{current_state="([^"]+)"\} 1\.0$', text, re.M)
+    return found.group(1) if found else None
+
+
+def stop_a_controller_majority(s: Scenario, cluster: KafkaCluster) -> int:
+    """The last fault: controllers 1 and 3 stop, so the quorum has no majority; controller 2 is left alone and, on
+    Kafka 4.x (KIP-996), keeps asking for pre-votes it cannot get. Nothing answers DescribeQuorum any more, so its
+    scrapes are taken here and written as the collector writes them (the exporter's body, unchanged)."""
+    log("controllers 1 and 3 stopping: no majority")
+    for node in (1, 3):
+        cluster.stop_node(node)
+    url = cluster.nodes[SURVIVOR].metrics_url
+    folder = s.landing / "metrics" / f"cluster={s.cid}" / f"node={SURVIVOR}"
+    folder.mkdir(parents=True, exist_ok=True)
+    states = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sum(state in PRE_VOTE_STATES for state in states) < 3:
+        at = now_ms()
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = response.read()
+        temporary = folder / f".{at}.prom.tmp"
+        temporary.write_bytes(body)
+        os.replace(temporary, folder / f"{at}.prom")
+        states.append(_raft_state(body.decode("utf-8")))
+        time.sleep(1)
+    log(f"controller {SURVIVOR} alone reports: {', '.join(str(x) for x in states)}")
+    assert any(state in PRE_VOTE_STATES for state in states), states
+    return SURVIVOR
 
 
 @pytest.fixture(scope="module")
@@ -564,6 +603,7 @@ def live(cluster, tmp_path_factory, request) -> Live:
     s.moment()
     frozen = drive_kafka_4x_faults(s, cluster, tmp_path)
     s.phase.ended_ms = now_ms()
+    survivor = stop_a_controller_majority(s, cluster)
     s.collect_unreachable()
     kafka_s = time.monotonic() - started
     # the pipeline needs the CPU, and nothing more is read from the cluster: killed at once, not shut down node by
@@ -584,7 +624,7 @@ def live(cluster, tmp_path_factory, request) -> Live:
         f"Apache Kafka {version}: phases, pipeline and queries took {time.monotonic() - started:.0f}s "
         f"(Kafka phases {kafka_s:.0f}s)"
     )
-    return Live(s, tables, follower_down, frozen)
+    return Live(s, tables, follower_down, frozen, survivor)
 
 
 # --- checks ----------------------------------------------------------------------------------------------------
@@ -620,6 +660,10 @@ def test_frozen_follower_controller_is_not_fetching(live):
 
 def test_a_topic_with_min_isr_above_its_replicas_in_both_min_isr_views(live):
     check_both_min_isr_views(live.tables, live.scenario)
+
+
+def test_a_controller_without_a_majority_shows_in_a_pre_vote_state(live):
+    check_pre_vote_scrapes(live.tables, live.scenario, live.survivor)
 
 
 def check_nothing_quarantined_but_the_unreachable_cluster(tables, cid):
@@ -860,3 +904,24 @@ def check_both_min_isr_views(tables, s: Scenario):
     assert collected, by_topic
     for r in collected:
         assert (r["under_min_isr"], r["at_min_isr_effective"], r["under_min_isr_effective"]) == (2, 2, 0), r
+
+
+def check_pre_vote_scrapes(tables, s: Scenario, survivor: int):
+    """gold.controller_health's prospective_scrapes per window equals the survivor's scrapes in that window whose
+    current-state is prospective or prospective-voted, as the exporter's text says."""
+    window_ms = 5 * 60_000
+    raw: dict[int, int] = {}
+    for f in (s.landing / "metrics" / f"cluster={s.cid}" / f"node={survivor}").glob("*.prom"):
+        start = int(f.stem) // window_ms * window_ms
+        raw[start] = raw.get(start, 0) + (_raft_state(f.read_text()) in PRE_VOTE_STATES)
+    rows = {
+        ms(r["window_start"]): r
+        for r in tables["gold.controller_health"]
+        if r["cluster_id"] == s.cid and r["node_id"] == survivor
+    }
+    assert set(rows) == set(raw), (sorted(rows), sorted(raw))
+    assert {start: r["prospective_scrapes"] for start, r in rows.items()} == raw
+    assert sum(raw.values()) >= 1
+    # the last scrape in the run is the survivor's, alone: the window's raft state is the pre-vote one
+    last = max(rows)
+    assert rows[last]["raft_state"] in PRE_VOTE_STATES, rows[last]
