@@ -34,6 +34,7 @@ import pytest
 from quorumlake.contract.kafka import release_of_metadata_level
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_BROKER_REGISTRATIONS,
     GOLD_CONTROLLER_HEALTH,
     GOLD_ISR_HEALTH,
     GOLD_ISR_HEALTH_BY_TOPIC,
@@ -391,6 +392,7 @@ TABLES = [
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_REPLICA_LAG_SLI,
     GOLD_CONTROLLER_HEALTH,
+    GOLD_BROKER_REGISTRATIONS,
     SILVER_QUARANTINE,
     SILVER_QUORUM_SNAPSHOTS,
 ]
@@ -460,6 +462,19 @@ def drive_kafka_4x_faults(s: Scenario, cluster: KafkaCluster, tmp_path: Path) ->
     cluster.resume_node(follower)
     s.wait_for("the follower to catch up again", lambda: s.status().get("MaxFollowerLag") in ("0", "1"))
 
+    # a broker frozen past broker.session.timeout.ms (4 s here): the active controller fences it, and registers it
+    # active again once it heartbeats after SIGCONT
+    s.begin("broker-6-frozen")
+    cluster.pause_node(6)
+    s.wait_for("broker 6 fenced", lambda: _registration(cluster, 6) == FENCED_STATE)
+    s.wait_isr({6})
+    s.moment()
+    s.begin("broker-6-resumed")
+    cluster.resume_node(6)
+    s.wait_for("broker 6 active again", lambda: _registration(cluster, 6) == ACTIVE_STATE)
+    s.wait_isr(set())
+    s.moment()
+
     s.begin("misconfigured-topic")
     name, partitions, rf, min_isr = MISCONFIGURED
     s.run_tool(
@@ -485,6 +500,37 @@ def drive_kafka_4x_faults(s: Scenario, cluster: KafkaCluster, tmp_path: Path) ->
     s.wait_for(f"{name}'s ISRs to be full", settled)
     s.moment()
     return follower, frozen_from, frozen_until
+
+
+FENCED_STATE, ACTIVE_STATE = 10, 30  # KafkaController BrokerRegistrationState (KIP-1131)
+REGISTRATION_NAMES = {-1: "unregistered", 10: "fenced", 20: "controlled_shutdown", 30: "active"}
+
+
+def _gauge(text: str, name: str, broker: int | None = None) -> float | None:
+    """A KafkaController gauge in a scrape, in either exporter naming (Strimzi-style or the default), for `broker`."""
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        lowered = line.lower()
+        if f"kafkacontroller_{name.lower()}" not in lowered and f'name="{name.lower()}"' not in lowered:
+            continue
+        if broker is not None and f'broker="{broker}"' not in line:
+            continue
+        return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def _registration(cluster: KafkaCluster, broker: int) -> int | None:
+    """The active controller's BrokerRegistrationState for `broker`, read from its exporter now."""
+    for node in cluster.controllers():
+        if not node.running:
+            continue
+        with urllib.request.urlopen(node.metrics_url, timeout=5) as response:
+            text = response.read().decode("utf-8")
+        if _gauge(text, "ActiveControllerCount") == 1:
+            value = _gauge(text, "BrokerRegistrationState", broker)
+            return None if value is None else int(value)
+    return None
 
 
 SURVIVOR = 2  # the controller whose exporter uses Strimzi-style rules, which keep raft-metrics' current-state
@@ -662,6 +708,10 @@ def test_a_topic_with_min_isr_above_its_replicas_in_both_min_isr_views(live):
     check_both_min_isr_views(live.tables, live.scenario)
 
 
+def test_broker_registrations_equal_the_active_controllers_scrapes(live):
+    check_broker_registrations(live.tables, live.scenario)
+
+
 def test_a_controller_without_a_majority_shows_in_a_pre_vote_state(live):
     check_pre_vote_scrapes(live.tables, live.scenario, live.survivor)
 
@@ -773,7 +823,9 @@ def check_at_min_isr_episodes(tables, s: Scenario):
     phases = {p.name: p for p in s.phases}
     one_down, two_down, back = phases["broker-6-stopped"], phases["brokers-5-6-stopped"], phases["brokers-restarted"]
     episodes = [e for e in tables["gold.at_min_isr_episodes"] if e["cluster_id"] == s.cid]
-    rf3 = [e for e in episodes if e["topic"] in RF3_TOPICS]
+    # the brokers' phases (the Kafka 4.x faults after them open episodes of their own: broker 6 frozen)
+    later = phases["follower-controller-frozen"].started_ms
+    rf3 = [e for e in episodes if e["topic"] in RF3_TOPICS and ms(e["started_at"]) < later]
     partitions = {(e["topic"], e["partition"]) for e in rf3}
     assert partitions == {(t, p) for t, n, rf, _ in TOPIC_SPECS if t in RF3_TOPICS for p in range(n)}, episodes
     for e in rf3:
@@ -925,3 +977,52 @@ def check_pre_vote_scrapes(tables, s: Scenario, survivor: int):
     # the last scrape in the run is the survivor's, alone: the window's raft state is the pre-vote one
     last = max(rows)
     assert rows[last]["raft_state"] in PRE_VOTE_STATES, rows[last]
+
+
+def check_broker_registrations(tables, s: Scenario):
+    """Every gold.broker_registrations row of the run equals what the active controller's scrapes in the landing
+    zone said in its window: the state at the last one, the largest heartbeat age, the fenced stretch. The frozen
+    broker was fenced in a scrape of the frozen phase and active again in the next phase's."""
+    window_ms = 5 * 60_000
+    scrapes = []  # (scraped_at, {broker: (state, heartbeat age)}) of the active controller
+    for f in (s.landing / "metrics" / f"cluster={s.cid}").glob("node=[123]/*.prom"):
+        text = f.read_text()
+        if _gauge(text, "ActiveControllerCount") != 1:
+            continue
+        brokers = {}
+        for broker in (4, 5, 6):
+            state = _gauge(text, "BrokerRegistrationState", broker)
+            if state is not None:
+                brokers[broker] = (int(state), int(_gauge(text, "TimeSinceLastHeartbeatReceivedMs", broker)))
+        scrapes.append((int(f.stem), brokers))
+    scrapes.sort()
+    expected = {}
+    for broker in (4, 5, 6):
+        mine = [(at, b[broker]) for at, b in scrapes if broker in b]
+        fenced_since = None
+        for at, (state, age) in mine:
+            fenced_since = (fenced_since or at) if state == FENCED_STATE else None
+            start = at // window_ms * window_ms
+            row = expected.setdefault((broker, start), {"max_heartbeat_age_ms": age})
+            row["max_heartbeat_age_ms"] = max(row["max_heartbeat_age_ms"], age)
+            row["registration_state"] = REGISTRATION_NAMES[state]
+            row["fenced_at"] = fenced_since
+    got = {
+        (r["broker_id"], ms(r["window_start"])): {
+            "max_heartbeat_age_ms": r["max_heartbeat_age_ms"],
+            "registration_state": r["registration_state"],
+            "fenced_at": ms(r["fenced_at"]),
+        }
+        for r in tables["gold.broker_registrations"]
+        if r["cluster_id"] == s.cid
+    }
+    assert got == expected
+    phases = {p.name: p for p in s.phases}
+    frozen, resumed = phases["broker-6-frozen"], phases["broker-6-resumed"]
+    states = {at: b.get(6, (None,))[0] for at, b in scrapes}
+    assert FENCED_STATE in [v for at, v in states.items() if frozen.started_ms <= at <= frozen.ended_ms]
+    assert [v for at, v in states.items() if resumed.started_ms <= at <= resumed.ended_ms] and all(
+        v == ACTIVE_STATE for at, v in states.items() if resumed.started_ms <= at <= resumed.ended_ms
+    )
+    # the heartbeat age the controller saw grew past broker.session.timeout.ms while the broker was frozen
+    assert max(row["max_heartbeat_age_ms"] for (broker, _), row in got.items() if broker == 6) > 4000
