@@ -466,12 +466,12 @@ def drive_kafka_4x_faults(s: Scenario, cluster: KafkaCluster, tmp_path: Path) ->
     # active again once it heartbeats after SIGCONT
     s.begin("broker-6-frozen")
     cluster.pause_node(6)
-    s.wait_for("broker 6 fenced", lambda: _registration(cluster, 6) == FENCED_STATE)
+    s.wait_for("broker 6 fenced", lambda: FENCED_STATE in _registration(cluster, 6))
     s.wait_isr({6})
     s.moment()
     s.begin("broker-6-resumed")
     cluster.resume_node(6)
-    s.wait_for("broker 6 active again", lambda: _registration(cluster, 6) == ACTIVE_STATE)
+    s.wait_for("broker 6 active again", lambda: _registration(cluster, 6) == {ACTIVE_STATE})
     s.wait_isr(set())
     s.moment()
 
@@ -520,17 +520,18 @@ def _gauge(text: str, name: str, broker: int | None = None) -> float | None:
     return None
 
 
-def _registration(cluster: KafkaCluster, broker: int) -> int | None:
-    """The active controller's BrokerRegistrationState for `broker`, read from its exporter now."""
+def _registration(cluster: KafkaCluster, broker: int) -> set[int]:
+    """The BrokerRegistrationState values the running controllers report for `broker` now (every controller
+    replays the registrations; a controller that restarted reports none until they change)."""
+    values = set()
     for node in cluster.controllers():
         if not node.running:
             continue
         with urllib.request.urlopen(node.metrics_url, timeout=5) as response:
-            text = response.read().decode("utf-8")
-        if _gauge(text, "ActiveControllerCount") == 1:
-            value = _gauge(text, "BrokerRegistrationState", broker)
-            return None if value is None else int(value)
-    return None
+            value = _gauge(response.read().decode("utf-8"), "BrokerRegistrationState", broker)
+        if value is not None:
+            values.add(int(value))
+    return values
 
 
 SURVIVOR = 2  # the controller whose exporter uses Strimzi-style rules, which keep raft-metrics' current-state
@@ -981,32 +982,37 @@ def check_pre_vote_scrapes(tables, s: Scenario, survivor: int):
 
 def check_broker_registrations(tables, s: Scenario):
     """Every gold.broker_registrations row of the run equals what the active controller's scrapes in the landing
-    zone said in its window: the state at the last one, the largest heartbeat age, the fenced stretch. The frozen
-    broker was fenced in a scrape of the frozen phase and active again in the next phase's."""
+    zone said in its window: the state at the last one that has it, the largest heartbeat age, the fenced stretch.
+    The frozen broker was fenced in the controllers' scrapes of the frozen phase, and active again in the next."""
     window_ms = 5 * 60_000
-    scrapes = []  # (scraped_at, {broker: (state, heartbeat age)}) of the active controller
+    readings = []  # (scraped_at, broker, state or None, heartbeat age or None) of the active controller
+    everyone = []  # (scraped_at, broker 6's state) in any controller's scrape
     for f in (s.landing / "metrics" / f"cluster={s.cid}").glob("node=[123]/*.prom"):
         text = f.read_text()
+        state6 = _gauge(text, "BrokerRegistrationState", 6)
+        if state6 is not None:
+            everyone.append((int(f.stem), int(state6)))
         if _gauge(text, "ActiveControllerCount") != 1:
             continue
-        brokers = {}
         for broker in (4, 5, 6):
             state = _gauge(text, "BrokerRegistrationState", broker)
-            if state is not None:
-                brokers[broker] = (int(state), int(_gauge(text, "TimeSinceLastHeartbeatReceivedMs", broker)))
-        scrapes.append((int(f.stem), brokers))
-    scrapes.sort()
-    expected = {}
-    for broker in (4, 5, 6):
-        mine = [(at, b[broker]) for at, b in scrapes if broker in b]
-        fenced_since = None
-        for at, (state, age) in mine:
-            fenced_since = (fenced_since or at) if state == FENCED_STATE else None
-            start = at // window_ms * window_ms
-            row = expected.setdefault((broker, start), {"max_heartbeat_age_ms": age})
-            row["max_heartbeat_age_ms"] = max(row["max_heartbeat_age_ms"], age)
+            age = _gauge(text, "TimeSinceLastHeartbeatReceivedMs", broker)
+            if state is not None or age is not None:
+                readings.append((int(f.stem), broker, None if state is None else int(state), age))
+    readings.sort()
+    expected: dict[tuple[int, int], dict] = {}
+    fenced_since: dict[int, int | None] = {}
+    for at, broker, state, age in readings:
+        row = expected.setdefault(
+            (broker, at // window_ms * window_ms),
+            {"max_heartbeat_age_ms": None, "registration_state": None, "fenced_at": None},
+        )
+        if age is not None:
+            row["max_heartbeat_age_ms"] = max(row["max_heartbeat_age_ms"] or 0, int(age))
+        if state is not None:
+            fenced_since[broker] = (fenced_since.get(broker) or at) if state == FENCED_STATE else None
             row["registration_state"] = REGISTRATION_NAMES[state]
-            row["fenced_at"] = fenced_since
+            row["fenced_at"] = fenced_since[broker]
     got = {
         (r["broker_id"], ms(r["window_start"])): {
             "max_heartbeat_age_ms": r["max_heartbeat_age_ms"],
@@ -1019,10 +1025,9 @@ def check_broker_registrations(tables, s: Scenario):
     assert got == expected
     phases = {p.name: p for p in s.phases}
     frozen, resumed = phases["broker-6-frozen"], phases["broker-6-resumed"]
-    states = {at: b.get(6, (None,))[0] for at, b in scrapes}
-    assert FENCED_STATE in [v for at, v in states.items() if frozen.started_ms <= at <= frozen.ended_ms]
-    assert [v for at, v in states.items() if resumed.started_ms <= at <= resumed.ended_ms] and all(
-        v == ACTIVE_STATE for at, v in states.items() if resumed.started_ms <= at <= resumed.ended_ms
-    )
-    # the heartbeat age the controller saw grew past broker.session.timeout.ms while the broker was frozen
-    assert max(row["max_heartbeat_age_ms"] for (broker, _), row in got.items() if broker == 6) > 4000
+    assert FENCED_STATE in {v for at, v in everyone if frozen.started_ms <= at <= frozen.ended_ms}, everyone
+    after = {v for at, v in everyone if resumed.started_ms <= at <= resumed.ended_ms}
+    assert after == {ACTIVE_STATE}, everyone
+    # the heartbeat age the active controller saw grew past broker.session.timeout.ms (4 s) while it was frozen
+    ages = [age for at, broker, _, age in readings if broker == 6 and frozen.started_ms <= at <= frozen.ended_ms]
+    assert ages and max(ages) > 4000, readings
