@@ -1028,6 +1028,7 @@ def check_broker_registrations(tables, s: Scenario):
     assert FENCED_STATE in {v for at, v in everyone if frozen.started_ms <= at <= frozen.ended_ms}, everyone
     after = {v for at, v in everyone if resumed.started_ms <= at <= resumed.ended_ms}
     assert after == {ACTIVE_STATE}, everyone
-    # the heartbeat age the active controller saw grew past broker.session.timeout.ms (4 s) while it was frozen
+    # the heartbeat age the active controller saw reached broker.session.timeout.ms (4 s) while it was frozen (Kafka
+    # reports it capped there)
     ages = [age for at, broker, _, age in readings if broker == 6 and frozen.started_ms <= at <= frozen.ended_ms]
-    assert ages and max(ages) > 4000, readings
+    assert ages and max(ages) == 4000, readings
