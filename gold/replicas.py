@@ -2,7 +2,8 @@
 
 Percentiles are nearest-rank (`percentile_disc`: the smallest value with at least p% of the window's values at or
 below it); maxima and percentiles ignore unknown values; a replica snapshot is good when its caught-up lag is known
-and within the SLO; `sli` = good / snapshots.
+and within the SLO, unknown when its caught-up lag is unknown (a DescribeQuorum v0 answer, a replica the leader has
+not heard from yet): `sli` = good / the snapshots whose lag is known, NULL when none is (unknown is not bad).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from quorumlake.contract.tables import GOLD_REPLICA_LAG_SLI
-from quorumlake.gold.quorum import window_start
+from quorumlake.gold.quorum import known_sli, window_start
 
 
 def build_replica_lag_sli(replicas: DataFrame, *, slo_ms: int, window_minutes: int) -> DataFrame:
@@ -33,8 +34,9 @@ def build_replica_lag_sli(replicas: DataFrame, *, slo_ms: int, window_minutes: i
             F.max("caught_up_lag_ms").alias("max_caught_up_lag_ms"),
             F.max("fetch_age_ms").alias("max_fetch_age_ms"),
             F.count_if(F.col("caught_up_lag_ms") <= slo_ms).cast("bigint").alias("good_snapshots"),
+            F.count_if(F.col("caught_up_lag_ms").isNull()).cast("bigint").alias("unknown_snapshots"),
         )
         .withColumn("window_end", F.col("window_start") + width)
-        .withColumn("sli", F.col("good_snapshots") / F.col("snapshots"))
+        .withColumn("sli", known_sli(F.col("good_snapshots"), F.col("snapshots"), F.col("unknown_snapshots")))
         .select(*GOLD_REPLICA_LAG_SLI.column_names)
     )
