@@ -63,8 +63,9 @@ FLEET_OVERVIEW = ViewSpec(
         ("metadata_errors", "Largest metadata error count a node reported in its latest window"),
         (
             "fenced_brokers",
-            "Brokers fenced in their latest gold.broker_registrations row (KIP-1131, Kafka 4.1+); else the most "
-            "fenced brokers a controller reported in its latest window (FencedBrokerCount)",
+            "Brokers fenced in their latest gold.broker_registrations row (KIP-1131, Kafka 4.1+); without a "
+            "registration state, the most fenced brokers a controller reported in its latest window "
+            "(FencedBrokerCount)",
         ),
         (
             "is_good",
@@ -106,9 +107,11 @@ FLEET_OVERVIEW = ViewSpec(
       GROUP BY cluster_id),
     br AS (
       -- each broker's latest registration row, counted only when it is within one window of the cluster's latest
-      -- registration scrape (a broker the controller no longer reports does not stay fenced forever)
+      -- registration scrape (a broker the controller no longer reports does not stay fenced forever); NULL when no
+      -- such row has a state (a restarted active controller reports heartbeat ages alone): FencedBrokerCount then
       SELECT cluster_id, max(last_scraped_at) AS scraped_at,
-             CAST(count_if(registration_state = 'fenced') AS INT) AS fenced_brokers
+             CASE WHEN count(registration_state) > 0
+                  THEN CAST(count_if(registration_state = 'fenced') AS INT) END AS fenced_brokers
       FROM (SELECT *, row_number() OVER (PARTITION BY cluster_id, broker_id ORDER BY window_start DESC) AS n,
                    max(last_scraped_at) OVER (PARTITION BY cluster_id) AS cluster_scraped_at
             FROM {gold.broker_registrations})

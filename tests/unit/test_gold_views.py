@@ -203,6 +203,19 @@ def test_fenced_brokers_fall_back_to_the_controllers_count_without_registrations
     }
     got = query(spark, FLEET_OVERVIEW, rows)["kafka-3.9"]
     assert (got["status"], got["fenced_brokers"]) == ("warn", 2)
+    # registration rows without a state (a restarted active controller reports heartbeat ages alone): the same
+    rows[GOLD_BROKER_REGISTRATIONS] = [
+        {
+            "cluster_id": "kafka-3.9",
+            "broker_id": 4,
+            "window_start": T0,
+            "last_scraped_at": T0,
+            "registration_state": None,
+            "max_heartbeat_age_ms": 4000,
+        }
+    ]
+    got = query(spark, FLEET_OVERVIEW, rows)["kafka-3.9"]
+    assert (got["status"], got["fenced_brokers"]) == ("warn", 2)
 
 
 def test_daily_sli_is_over_the_judged_snapshots(spark):
