@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_BROKER_REGISTRATIONS,
     GOLD_CLUSTER_COHORTS,
     GOLD_CONTROLLER_HEALTH,
     GOLD_DIM_CLUSTER,
@@ -59,6 +60,7 @@ FOREIGN_KEYS: tuple[ForeignKey, ...] = (
             GOLD_AT_MIN_ISR_EPISODES,
             GOLD_METADATA_OFFSET_DIVERGENCE,
             GOLD_CONTROLLER_HEALTH,
+            GOLD_BROKER_REGISTRATIONS,
             GOLD_SLO_BURN,
             GOLD_SLO_BUDGET,
             GOLD_CLUSTER_COHORTS,

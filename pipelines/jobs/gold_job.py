@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_BROKER_REGISTRATIONS,
     GOLD_CLUSTER_COHORTS,
     GOLD_CONTROLLER_HEALTH,
     GOLD_DIM_CLUSTER,
@@ -49,6 +50,7 @@ from quorumlake.contract.tables import (
     SILVER_QUORUM_SNAPSHOTS,
     SILVER_REPLICA_STATES,
 )
+from quorumlake.gold import brokers
 from quorumlake.gold.controller import build_controller_health
 from quorumlake.gold.dims import build_dim_cluster, build_dim_date, build_dim_node
 from quorumlake.gold.divergence import build_metadata_offset_divergence, divergence_scope
@@ -202,8 +204,10 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             metrics = changed[SILVER_NODE_METRICS.name]
             steps.append(("metadata offset divergence", lambda: _divergence(lakehouse, metrics)))
             steps.append(("controller health", lambda: _controller_health(lakehouse, metrics)))
+            steps.append(("broker registrations", lambda: _broker_registrations(lakehouse, metrics)))
+        # after the steps whose gold rows it reads
         steps.append(("incidents", lambda: incidents_job.incidents(lakehouse, changed)))
-        # after the steps it reads: it counts the SLOs' events in the gold rows they wrote
+        # last: it counts the SLOs' events in the gold rows the steps above wrote
         quorum_keys = _union(keys).distinct() if snapshots is not None or replicas is not None else None
         steps.append(
             (
@@ -256,6 +260,7 @@ def gold_view_statements(config: Config, name_of: Callable[[str], str]) -> list[
         "metadata_lag_warn_ms": config.metadata_lag_warn_ms,
         "stale_after_minutes": config.stale_after_minutes,
         "window_minutes": config.window_minutes,
+        "min_isr_rule": config.min_isr_rule,
     }
     statements = view_statements(name_of, settings)
     if config.catalog:
@@ -302,6 +307,8 @@ def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
         slo_ms=config.quorum_lag_time_slo_ms,
         window_minutes=config.window_minutes,
         stall_ms=config.high_watermark_stall_ms,
+        fetch_timeout_ms=config.quorum_fetch_timeout_ms,
+        offset_lag_slo=config.quorum_offset_lag_slo,
     )
     # voters_within_slo uses the replica SLO; the quorum snapshot SLO is on MaxFollowerLagTimeMs
     if config.replica_caught_up_slo_ms != config.quorum_lag_time_slo_ms:
@@ -405,7 +412,7 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
         states.where(since.sql()).join(starts, key).where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
     )
     earlier = earlier_starts(episodes, starts, config.flap_window_minutes)
-    built = build_at_min_isr_episodes(history, earlier, config.flap_window_minutes)
+    built = build_at_min_isr_episodes(history, earlier, config.flap_window_minutes, config.min_isr_rule)
 
     def match(target: DataFrame, scope: DataFrame):
         return (
@@ -451,22 +458,59 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
 def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
     """Recompute gold.controller_health for every node window a change of silver.node_metrics falls in."""
     minutes = lakehouse.config.window_minutes
+    width = F.make_dt_interval(F.lit(0), F.lit(0), F.lit(minutes))
+    width_us = minutes * 60_000_000
     key = ["cluster_id", "node_id", "window_start"]
+    touched = batch.select(
+        "cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start")
+    ).distinct()
+    # a counter's increase reaches back to the node's scrape in the window before: a change also changes the next
+    # window's row, and each window's row is built with the window before it read too
     windows = (
-        batch.select("cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start"))
+        touched.unionByName(touched.withColumn("window_start", F.col("window_start") + width))
         .distinct()
         .transform(cached)
     )
     bounds = Bounds.of(windows, "window_start")
+    read = windows.unionByName(windows.withColumn("window_start", F.col("window_start") - width)).distinct()
     rows = (
         lakehouse.read(SILVER_NODE_METRICS)
-        .where(bounds.on("scraped_at").widened(after_us=minutes * 60_000_000).sql())
+        .where(bounds.on("scraped_at").widened(before_us=width_us, after_us=width_us).sql())
         .withColumn("window_start", window_start(F.col("scraped_at"), minutes))
-        .join(windows, key, "left_semi")
+        .join(read, key, "left_semi")
         .drop("window_start")
     )
-    lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, build_controller_health(rows, minutes), windows, bounds)
+    health = build_controller_health(rows, minutes).join(windows, key, "left_semi")
+    lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, health, windows, bounds)
     release(windows)
+
+
+def _broker_registrations(lakehouse: Lakehouse, batch: DataFrame) -> None:
+    """Recompute gold.broker_registrations of each cluster from the window of its earliest changed registration
+    scrape on (a fenced stretch runs on across windows), seeded with each broker's row before that window."""
+    minutes = lakehouse.config.window_minutes
+    changed = batch.where(F.col("metric").isin(*brokers.METRICS))
+    starts = (
+        changed.groupBy("cluster_id").agg(window_start(F.min("scraped_at"), minutes).alias("from_at")).transform(cached)
+    )
+    since = Bounds.of(starts, "from_at")
+    if since is None:
+        release(starts)
+        return
+    metrics = (
+        lakehouse.read(SILVER_NODE_METRICS)
+        .where(since.since("scraped_at").sql())
+        .where(F.col("metric").isin(*brokers.METRICS))
+        .join(starts, "cluster_id")
+        .where(F.col("scraped_at") >= F.col("from_at"))
+        .drop("from_at")
+    )
+    lookback = Bounds("window_start", since.lo_us - brokers.SEED_LOOKBACK_US, None, since.clusters)
+    seed = brokers.seed_before(lakehouse.read(GOLD_BROKER_REGISTRATIONS).where(lookback.sql()), starts)
+    rows = brokers.build_broker_registrations(metrics, seed, minutes)
+    window_bounds = since.since("window_start")
+    lakehouse.replace_scope(GOLD_BROKER_REGISTRATIONS, rows, starts, _from_time("window_start"), window_bounds)
+    release(starts)
 
 
 # --- bookkeeping -----------------------------------------------------------------------------------------------------

@@ -256,6 +256,11 @@ SILVER_NODE_METRICS = TableSpec(
         ("metric", "STRING", "Canonical metric name (contract), or the series' own sanitized name"),
         ("topic", "STRING", "Topic, for per-partition metrics"),
         ("partition", "INT", "Partition, for per-partition metrics"),
+        (
+            "broker_id",
+            "INT",
+            "Broker a per-broker controller metric is about (the broker label of KIP-1131 gauges); NULL otherwise",
+        ),
         ("value", "DOUBLE", "Sample value (NaN and infinities kept)"),
         ("node_role", "STRING", "controller, broker or combined, from the metrics the node exposes"),
         ("source_name", "STRING", "The Prometheus series or MBean/attribute the sample came from"),
@@ -265,7 +270,7 @@ SILVER_NODE_METRICS = TableSpec(
         ("source_file", "STRING", "Landing file the row came from"),
         ("ingested_at", _TS, "When the source record was ingested into bronze"),
     ),
-    ("cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"),
+    ("cluster_id", "node_id", "scraped_at", "metric", "topic", "partition", "broker_id"),
     "One row per metric sample",
     properties=_CDF,
     clustering=("cluster_id", "scraped_at", "metric"),
@@ -329,10 +334,27 @@ GOLD_QUORUM_STATUS = TableSpec(
         ("voters", "INT", "Number of voters"),
         ("voters_within_slo", "INT", "Voters whose caught-up lag is known and within the SLO (leader included)"),
         ("observers", "INT", "Number of observers"),
-        ("is_good", "BOOLEAN", "Has a leader and MaxFollowerLagTimeMs between 0 and the SLO"),
+        (
+            "is_good",
+            "BOOLEAN",
+            "Has a leader and MaxFollowerLagTimeMs between 0 and the SLO; false for an error response, no leader or a "
+            "lag over the SLO; NULL (unknown, not bad) when the lag time is unknown (-1) and no offset-lag SLO is set",
+        ),
         ("leader_change", "INT", "1 when the leader epoch rose since the previous snapshot (both known), else 0"),
         ("hw_last_increase_at", _TS, "When the high watermark last increased (looking back across windows)"),
         ("hw_stalled", "BOOLEAN", "High watermark known and not increased for longer than the stall threshold"),
+        (
+            "voters_lag_unknown",
+            "INT",
+            "Voters whose caught-up lag is unknown (DescribeQuorum v0, not yet heard from, or a --status capture "
+            "alone)",
+        ),
+        (
+            "voters_not_fetching",
+            "INT",
+            "Followers (voters) whose last fetch is older than quorum_fetch_timeout_ms; NULL when no follower's "
+            "fetch time is known",
+        ),
     ),
     ("cluster_id", "collected_at"),
     "Per quorum snapshot: leader, MaxFollowerLag/TimeMs as the CLI computes them, voters within the SLO",
@@ -357,7 +379,12 @@ GOLD_QUORUM_HEALTH = TableSpec(
         ("max_follower_lag", "BIGINT", "Largest MaxFollowerLag in the window (records)"),
         ("max_follower_lag_time_ms", "BIGINT", "Largest known MaxFollowerLagTimeMs in the window (-1 ignored)"),
         ("good_snapshots", "BIGINT", "Snapshots with a leader and MaxFollowerLagTimeMs within the SLO"),
-        ("sli", "DOUBLE", "good_snapshots / snapshots"),
+        (
+            "sli",
+            "DOUBLE",
+            "good_snapshots / (snapshots - unknown_snapshots): over the judged snapshots; NULL when none is",
+        ),
+        ("unknown_snapshots", "BIGINT", "Snapshots neither good nor bad: their lag time is unknown (is_good NULL)"),
     ),
     ("cluster_id", "window_start"),
     "Quorum health SLI per cluster per window",
@@ -379,7 +406,13 @@ GOLD_REPLICA_LAG_SLI = TableSpec(
         ("max_caught_up_lag_ms", "BIGINT", "Largest known caught-up lag (ms)"),
         ("max_fetch_age_ms", "BIGINT", "Largest known time since the last fetch (ms)"),
         ("good_snapshots", "BIGINT", "Snapshots with a known caught-up lag within the SLO"),
-        ("sli", "DOUBLE", "good_snapshots / snapshots"),
+        (
+            "sli",
+            "DOUBLE",
+            "good_snapshots / (snapshots - unknown_snapshots): over the snapshots with a known caught-up lag; NULL "
+            "when none has one",
+        ),
+        ("unknown_snapshots", "BIGINT", "Snapshots whose caught-up lag is unknown (neither good nor bad)"),
         (
             "is_removed_voter",
             "BOOLEAN",
@@ -397,6 +430,23 @@ _ISR_COUNTS = (
     ("under_min_isr", "INT", "Partitions offline or with fewer in-sync replicas than min ISR"),
     ("at_min_isr", "INT", "Partitions whose ISR size equals min ISR (KIP-427 AtMinIsr)"),
     ("under_replicated", "INT", "Partitions whose ISR is smaller than the replication factor"),
+    (
+        "under_min_isr_effective",
+        "INT",
+        "Partitions offline or with fewer in-sync replicas than min(min.insync.replicas, replica count), the "
+        "effective min ISR brokers judge acks=all writes by (KIP-966)",
+    ),
+    (
+        "at_min_isr_effective",
+        "INT",
+        "Partitions whose ISR size equals min(min.insync.replicas, replica count) (the brokers' AtMinIsr)",
+    ),
+    (
+        "min_isr_above_replicas",
+        "INT",
+        "Partitions whose min.insync.replicas exceeds their replica count (a misconfiguration: kafka-topics lists "
+        "them under min ISR for ever)",
+    ),
 )
 GOLD_ISR_HEALTH = TableSpec(
     "gold",
@@ -437,6 +487,12 @@ GOLD_AT_MIN_ISR_EPISODES = TableSpec(
         ("escalated", "BOOLEAN", "Reached under-min-ISR or offline inside the episode"),
         ("max_status", "STRING", "Worst status in the episode: at_min_isr, under_min_isr or offline"),
         ("bounces", "INT", "Earlier episodes of this partition that started within the flap window before this one"),
+        (
+            "min_isr_rule",
+            "STRING",
+            "The min-ISR rule the episode follows: effective (min(min.insync.replicas, replica count), as brokers "
+            "judge it) or kafka_topics (the raw min.insync.replicas, as kafka-topics lists it)",
+        ),
     ),
     ("cluster_id", "topic", "partition", "started_at"),
     "AtMinIsr episodes per partition (KIP-427)",
@@ -479,8 +535,9 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
         (
             "raft_state",
             "STRING",
-            "Raft state at the last scrape that has it: leader, candidate, voted, follower, unattached, observer "
-            "(Strimzi names only; the exporter's default names drop this String attribute)",
+            "Raft state at the last scrape that has it: Kafka 3.x leader, candidate, voted, follower, unattached, "
+            "observer; 4.x (KIP-996) leader, prospective, prospective-voted, candidate, unattached-voted, follower, "
+            "unattached, observer (Strimzi names only; the exporter's default names drop this String attribute)",
         ),
         ("current_vote", "INT", "Voted-for node at the last scrape (raft current-vote; -1: none)"),
         ("avg_commit_latency_ms", "DOUBLE", "Mean of the scraped raft commit-latency-avg values (ms; NaN ignored)"),
@@ -507,6 +564,44 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
             "Largest TimedOutBrokerHeartbeatCount (counted since the controller started)",
         ),
         ("active_controller_count", "INT", "ActiveControllerCount at the last scrape: 1 on the active controller"),
+        ("number_of_voters", "INT", "Voters in the quorum (raft number-of-voters, KIP-853) at the last scrape"),
+        (
+            "number_of_observers",
+            "INT",
+            "Observers the leader knows (raft number-of-observers; reported by the leader only) at the last scrape",
+        ),
+        (
+            "uncommitted_voter_change",
+            "BOOLEAN",
+            "A voter add or remove not committed yet (raft uncommitted-voter-change; leader only) at the last scrape",
+        ),
+        (
+            "ignored_static_voters",
+            "BOOLEAN",
+            "controller.quorum.voters is set but ignored: the quorum is dynamic (IgnoredStaticVoters, KIP-853)",
+        ),
+        (
+            "avg_idle_ratio",
+            "DOUBLE",
+            "Mean of the controller event thread's AvgIdleRatio (0 always busy, 1 idle; KIP-1190) in the window",
+        ),
+        (
+            "elr_elections",
+            "BIGINT",
+            "Increase of ElectionFromEligibleLeaderReplicasPerSec's count in the window (leaders elected from ELR)",
+        ),
+        ("unclean_elections", "BIGINT", "Increase of UncleanLeaderElectionsPerSec's count in the window"),
+        (
+            "prospective_scrapes",
+            "INT",
+            "Scrapes in the window at which the node was prospective or prospective-voted (KIP-996 pre-vote); "
+            "NULL when no scrape carries the raft state",
+        ),
+        (
+            "candidate_scrapes",
+            "INT",
+            "Scrapes in the window at which the node was a candidate; NULL when no scrape carries the raft state",
+        ),
     ),
     ("cluster_id", "node_id", "window_start"),
     "KRaft controller and raft-client health per node per window (latency, votes, broker fencing, metadata errors)",
@@ -622,6 +717,45 @@ GOLD_INCIDENT_EVENTS = TableSpec(
     "The anomalies joined into each incident, with their start and end, for timelines",
     clustering=("cluster_id", "event_at"),
 )
+GOLD_BROKER_REGISTRATIONS = TableSpec(
+    "gold",
+    "broker_registrations",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("broker_id", "INT", "Broker"),
+        ("window_start", _TS, "Window start (epoch-aligned tumbling window, by the active controller's scrape time)"),
+        ("window_end", _TS, "Window end (exclusive)"),
+        (
+            "registration_state",
+            "STRING",
+            "active, fenced, controlled_shutdown or unregistered: the active controller's BrokerRegistrationState "
+            "for the broker at its last scrape in the window (KIP-1131)",
+        ),
+        (
+            "registration_state_code",
+            "INT",
+            "BrokerRegistrationState as reported: -1 unregistered, 10 fenced, 20 controlled shutdown, 30 active",
+        ),
+        (
+            "max_heartbeat_age_ms",
+            "BIGINT",
+            "Largest TimeSinceLastHeartbeatReceivedMs the active controller reported for the broker in the window",
+        ),
+        (
+            "fenced_at",
+            _TS,
+            "First scrape of the fenced stretch the broker is in at the window's end (across windows); NULL when "
+            "not fenced",
+        ),
+        ("controller_id", "INT", "The active controller whose scrapes the row is from (its last in the window)"),
+        ("scrapes", "BIGINT", "Active-controller scrapes reporting the broker in the window"),
+        ("last_scraped_at", _TS, "The last of those scrapes"),
+    ),
+    ("cluster_id", "broker_id", "window_start"),
+    "Per broker per window: registration state and heartbeat age as the active controller sees them (KIP-1131)",
+    clustering=("cluster_id", "window_start"),
+)
+
 # SLO error budgets and burn rates (quorumlake.gold.slo): the three SLOs of the contract, their events counted per
 # 5-minute window and per UTC day.
 _SLO_NAME = ("slo", "STRING", "SLO: quorum_lag, write_availability or metadata_freshness")
@@ -718,6 +852,7 @@ GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_QUORUM_EVENTS,
     GOLD_INCIDENTS,
     GOLD_INCIDENT_EVENTS,
+    GOLD_BROKER_REGISTRATIONS,
     GOLD_SLO_BURN,
     GOLD_SLO_BUDGET,
     GOLD_CLUSTER_COHORTS,

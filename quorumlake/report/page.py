@@ -23,6 +23,7 @@ svg .axis{stroke:#333;stroke-width:1}svg .grid{stroke:#eee;stroke-width:1}
 svg .threshold{stroke:#555;stroke-width:1.2;stroke-dasharray:6,4}
 table{border-collapse:collapse;font-size:13px;background:#fff}th,td{border:1px solid #ddd;padding:4px 8px;text-align:right}
 th{background:#f0f0f0}td.l{text-align:left}.ok{background:#dff3df}.warn{background:#fff1cc}.critical{background:#f8d0d0}
+.stale{background:#e8e8e8}td.na,span.na{color:#888;background:#f2f2f2;font-style:italic}p.note{color:#555;font-size:13px}
 """
 
 
@@ -35,7 +36,7 @@ _QUERIES = {
     "overview": "SELECT * FROM {gold.v_fleet_overview} ORDER BY cluster_id",
     "lag": "SELECT cluster_id, replica_id, window_start, max_caught_up_lag_ms FROM {gold.replica_lag_sli} "
     "WHERE is_voter ORDER BY window_start",
-    "sli": "SELECT cluster_id, window_start, sli FROM {gold.quorum_health} ORDER BY window_start",
+    "sli": "SELECT cluster_id, window_start, sli, unknown_snapshots FROM {gold.quorum_health} ORDER BY window_start",
     "isr": "SELECT cluster_id, collected_at, at_min_isr, under_min_isr, offline FROM {gold.isr_health} "
     "ORDER BY collected_at",
     "episodes": "SELECT e.*, l.last_at FROM {gold.at_min_isr_episodes} e JOIN (SELECT cluster_id, "
@@ -72,6 +73,7 @@ def build_report(data: dict[str, list[dict[str, Any]]], slo_ms: int, generated_a
             "caught-up lag (ms)",
             series,
             hlines=[(slo_ms, f"SLO {slo_ms} ms")],
+            empty="n/a: the caught-up lag is unknown (no timestamps, e.g. DescribeQuorum v0)",
         )
         for cluster, series in sorted(by_cluster.items())
     ]
@@ -81,17 +83,20 @@ def build_report(data: dict[str, list[dict[str, Any]]], slo_ms: int, generated_a
     series: dict[str, list] = defaultdict(list)
     for r in sli:
         series[r["cluster_id"]].append((_ms(r["window_start"]), None if r["sli"] is None else 100 * r["sli"]))
+    # a window whose snapshots all had an unknown lag time has no SLI: a gap in its line, never 0 %
+    unknown = sorted(c for c, points in series.items() if all(y is None for _, y in points))
     sections.append(
         _section(
             "Quorum SLI attainment",
             [
                 line_chart(
-                    "Quorum SLI per 5-minute window (share of good snapshots)",
+                    "Quorum SLI per 5-minute window (share of good snapshots among those with a known lag)",
                     "SLI (%)",
-                    dict(sorted(series.items())),
+                    {c: points for c, points in sorted(series.items()) if c not in unknown},
                     y_max=100,
                 )
             ],
+            _unknown_note(unknown),
         )
     )
 
@@ -209,8 +214,47 @@ def _incident_table(rows: list[dict[str, Any]]) -> str:
     return f"<h3>Latest incidents</h3><table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def _section(title: str, charts: list[str]) -> str:
-    return f'<h2>{escape(title)}</h2><div class="charts">{"".join(charts)}</div>'
+def _section(title: str, charts: list[str], note: str = "") -> str:
+    return f'<h2>{escape(title)}</h2>{note}<div class="charts">{"".join(charts)}</div>'
+
+
+def _unknown_note(clusters: list[str]) -> str:
+    """The clusters whose quorum SLI is unknown in every window (no snapshot with a known lag time)."""
+    if not clusters:
+        return ""
+    return (
+        '<p class="note">SLI <span class="na">n/a</span> (lag time unknown, e.g. DescribeQuorum v0: neither good nor '
+        f"bad) for: {escape(', '.join(clusters))}</p>"
+    )
+
+
+# Fleet-overview cells that show "n/a" (grey) where the value is unknown: a lag time of -1, a NULL count.
+_UNKNOWN_WHEN_NEGATIVE = {"max_follower_lag_time_ms"}
+_UNKNOWN_WHEN_NULL = {"voters_not_fetching"}
+
+
+def _cell(column: str, row: dict[str, Any]) -> tuple[str, str]:
+    """(text, css class) of one fleet-overview cell."""
+    v = row.get(column)
+    if (column in _UNKNOWN_WHEN_NEGATIVE and v is not None and v < 0) or (column in _UNKNOWN_WHEN_NULL and v is None):
+        return "n/a", "na"
+    if column == "voters_within_slo" and v is not None and row.get("voters_lag_unknown"):
+        # voters whose lag is unknown are neither within nor outside the SLO
+        if row["voters_lag_unknown"] >= (row.get("voters") or 0):
+            return "n/a", "na"
+        return f"{v} ({row['voters_lag_unknown']} n/a)", ""
+    if column == "quorum_lag":
+        good = row.get("is_good")
+        if good is None:
+            return ("n/a", "na") if row.get("leader_id") is not None else ("", "")
+        return ("within SLO", "") if good else ("over SLO", "")
+    text = "" if v is None else (v.strftime("%Y-%m-%d %H:%M:%S") if isinstance(v, datetime) else str(v))
+    cls = (
+        "l"
+        if column in ("cluster_id", "as_of", "latest_incident")
+        else (row.get("status") if column == "status" else "")
+    )
+    return text, cls or ""
 
 
 def _overview_table(rows: list[dict[str, Any]]) -> str:
@@ -221,8 +265,10 @@ def _overview_table(rows: list[dict[str, Any]]) -> str:
         "leader_id",
         "max_follower_lag",
         "max_follower_lag_time_ms",
+        "quorum_lag",
         "voters",
         "voters_within_slo",
+        "voters_not_fetching",
         "at_min_isr",
         "under_min_isr",
         "offline",
@@ -235,9 +281,7 @@ def _overview_table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         cells = []
         for c in columns:
-            v = r.get(c)
-            text = "" if v is None else (v.strftime("%Y-%m-%d %H:%M:%S") if isinstance(v, datetime) else str(v))
-            cls = "l" if c in ("cluster_id", "as_of", "latest_incident") else (r.get("status") if c == "status" else "")
+            text, cls = _cell(c, r)
             cells.append(f'<td class="{cls}">{escape(text)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<h2>Fleet overview (latest)</h2><table><tr>{head}</tr>{''.join(body)}</table>"

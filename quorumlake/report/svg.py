@@ -45,11 +45,13 @@ def line_chart(
     x_label: str = "time (UTC)",
     y_max: float | None = None,
     step: bool = False,
+    empty: str = "no data for this chart yet",
 ) -> str:
-    """Lines over time: `series` maps a legend name to (epoch ms, value) points; None values break the line."""
+    """Lines over time: `series` maps a legend name to (epoch ms, value) points; None values break the line.
+    Without any value the chart says `empty`."""
     points = [(x, y) for pts in series.values() for x, y in pts if y is not None]
     if not points:
-        return _empty(title)
+        return _empty(title, empty)
     xs = [x for x, _ in points]
     ys = [y for _, y in points] + [y for y, _ in hlines]
     x0, x1 = min(xs), max(xs)
@@ -207,10 +209,9 @@ def _legend(items: Sequence[tuple[str, str, str]], top: float = TOP) -> str:
     return "".join(out)
 
 
-def _empty(title: str) -> str:
+def _empty(title: str, text: str = "no data for this chart yet") -> str:
     return (
-        f'{_open(title, 80)}<text x="{WIDTH / 2}" y="54" class="tick" text-anchor="middle">'
-        "no data for this chart yet</text></svg>"
+        f'{_open(title, 80)}<text x="{WIDTH / 2}" y="54" class="tick" text-anchor="middle">{escape(text)}</text></svg>'
     )
 
 

@@ -147,7 +147,7 @@ def test_more_scenario_signatures_in_gold(spark, fleet):
     assert cut[0]["age"] > 60_000 and all(r["age"] <= 2000 for r in cut[1:])
 
     # leader election: epoch increases are counted, and right after one a voter with an unknown LEO makes the
-    # CLI's MaxFollowerLagTimeMs -1 (unknown), which is never good
+    # CLI's MaxFollowerLagTimeMs -1 (unknown), which is neither good nor bad
     changes = spark.sql(f"SELECT sum(leader_changes) FROM gold.quorum_health WHERE cluster_id = '{election}'").first()[
         0
     ]
@@ -155,10 +155,16 @@ def test_more_scenario_signatures_in_gold(spark, fleet):
     assert (
         spark.sql(
             f"SELECT count(*) FROM gold.quorum_status WHERE cluster_id = '{election}' "
-            "AND max_follower_lag_time_ms = -1 AND NOT is_good"
+            "AND max_follower_lag_time_ms = -1 AND is_good IS NULL"
         ).first()[0]
         >= 1
     )
+    # the controllers scraped mid-election: the winner a candidate (a Kafka 3.x cluster) in exactly one window
+    electing = spark.sql(
+        f"SELECT window_start, node_id FROM gold.controller_health WHERE cluster_id = '{election}' "
+        "AND candidate_scrapes > 0"
+    ).collect()
+    assert len(electing) == 1
     assert (
         spark.sql(f"SELECT sum(leader_changes) FROM gold.quorum_health WHERE cluster_id = '{healthy}'").first()[0] == 0
     )
@@ -319,6 +325,12 @@ def test_report_renders_in_a_headless_browser(spark, fleet, tmp_path):
     ):
         assert title in html
     assert html.count("<svg") >= 8 and html.count(">legend<") >= 8 and "time (UTC)" in html
+    # the v0 cluster (leader-election) has no fetch timestamps: voters not fetching is unknown, a grey n/a in the
+    # overview, never a failing value; a v2 cluster's is a number
+    v0 = re.search(rf'<tr><td class="l">{_cluster(spark, "leader-election")}</td>.*?</tr>', html).group(0)
+    assert '<td class="na">n/a</td>' in v0
+    v2 = re.search(rf'<tr><td class="l">{_cluster(spark, "healthy")}</td>.*?</tr>', html).group(0)
+    assert '<td class="na">' not in v2
     browser = _chromium()
     if browser is None:
         pytest.skip("Debian's chromium is not installed (scripts/bootstrap.sh installs it when run as root)")
@@ -493,6 +505,11 @@ def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
 
     (critical,) = spark.sql(queries["quorumlake_cluster_critical"]).collect()
     assert critical["critical_clusters"] == sum(r["status"] == "critical" for r in overview)
+    # an unknown lag is named as n/a, never the reason a cluster is critical
+    lag_na = sorted(
+        r["cluster_id"] for r in overview if r["status"] == "critical" and (r["max_follower_lag_time_ms"] or 0) < 0
+    )
+    assert critical["lag_na"] == (", ".join(lag_na) or "none")
 
     # the demo's faults ended in 2024: nothing escalated within the lookback, but every escalation is found with a
     # lookback reaching back to it
@@ -527,7 +544,7 @@ def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
 
 def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, fleet, tmp_path):
     """The metric views' measures, expanded into plain Spark SQL over their source at two grains: per cluster and
-    day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(snapshots)."""
+    day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(judged snapshots)."""
     import yaml
 
     from quorumlake.gold.metric_views import METRIC_VIEWS
@@ -547,14 +564,17 @@ def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, flee
     assert len(by_day) == len(daily)
     for r in by_day:
         expected = daily[(r["cluster_id"], r["day"].date())]
-        assert (r["snapshots"], r["good_snapshots"], r["sli"]) == (
+        assert (r["snapshots"], r["good_snapshots"], r["unknown_snapshots"], r["sli"]) == (
             expected["snapshots"],
             expected["good_snapshots"],
+            expected["unknown_snapshots"],
             expected["sli"],
         )
     (fleet_wide,) = query(quorum, [])
-    assert fleet_wide["sli"] == sum(r["good_snapshots"] for r in daily.values()) / sum(
-        r["snapshots"] for r in daily.values()
+    unknown = sum(r["unknown_snapshots"] for r in daily.values())
+    assert unknown > 0  # the v0 cluster's
+    assert fleet_wide["sli"] == sum(r["good_snapshots"] for r in daily.values()) / (
+        sum(r["snapshots"] for r in daily.values()) - unknown
     )
     for view in METRIC_VIEWS:
         assert query(view, ["cluster_id"]) and query(view, [])

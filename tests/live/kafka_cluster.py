@@ -298,6 +298,7 @@ class Node:
     tls_port: int = 0  # brokers: an SSL listener (self-signed certificate for 127.0.0.1)
     process: subprocess.Popen | None = None
     log_offset: int = 0
+    paused: bool = False  # frozen by SIGSTOP: alive, but answers nothing
 
     @property
     def address(self) -> str:
@@ -321,7 +322,8 @@ class Node:
 
     @property
     def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        """Started and answering (a frozen node is not: nothing should be sent to it)."""
+        return self.process is not None and self.process.poll() is None and not self.paused
 
 
 @dataclass
@@ -639,8 +641,25 @@ class KafkaCluster:
         node = self.nodes[node_id]
         if node.process is None:
             return
+        if node.paused:
+            self.resume_node(node_id)
         _terminate(node.process, timeout_s, sig)
         node.process = None
+
+    def pause_node(self, node_id: int) -> None:
+        """Freeze one node by its process id (SIGSTOP): its sockets stay open, it neither fetches nor heartbeats."""
+        node = self.nodes[node_id]
+        assert node.process is not None and node.process.poll() is None, f"node {node_id} is not running"
+        os.kill(node.process.pid, signal.SIGSTOP)
+        node.paused = True
+
+    def resume_node(self, node_id: int) -> None:
+        """Let a frozen node go on (SIGCONT)."""
+        node = self.nodes[node_id]
+        if node.process is not None and node.paused:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node.process.pid, signal.SIGCONT)
+        node.paused = False
 
     def close(self, graceful: bool = True) -> None:
         """Stop every process this cluster started, each by its own process id: brokers first, each by a controlled

@@ -32,6 +32,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,8 +42,11 @@ import pytest
 from quorumlake.contract.kafka import release_of_metadata_level
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_BROKER_REGISTRATIONS,
+    GOLD_CONTROLLER_HEALTH,
     GOLD_INCIDENTS,
     GOLD_ISR_HEALTH,
+    GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_QUORUM_EVENTS,
     GOLD_QUORUM_MEMBERSHIP,
@@ -400,9 +404,12 @@ TABLES = [
     GOLD_QUORUM_MEMBERSHIP,
     GOLD_QUORUM_STATUS,
     GOLD_ISR_HEALTH,
+    GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_REPLICA_LAG_SLI,
+    GOLD_CONTROLLER_HEALTH,
+    GOLD_BROKER_REGISTRATIONS,
     SILVER_QUARANTINE,
     SILVER_QUORUM_SNAPSHOTS,
 ]
@@ -459,6 +466,138 @@ class Live:
     tables: dict[str, list[dict]]
     follower_down: tuple[int, int]
     stopped: dict[str, int]  # fault phase -> the controller it stopped
+    frozen: tuple[int, int, int]  # (follower, from, until): not fetching in that time
+    survivor: int  # the controller left alone when the other two stopped
+
+
+# --- Kafka 4.x signals (issue #49): a frozen follower controller, a topic whose min ISR exceeds its replicas ----
+
+
+MISCONFIGURED = ("misconfigured", 2, 2, "3")  # 2 replicas, min.insync.replicas 3 (KIP-966: effective min ISR 2)
+
+
+def drive_kafka_4x_faults(s: Scenario, cluster: KafkaCluster, tmp_path: Path) -> tuple[int, int, int]:
+    """Two phases at the end: a follower controller frozen (SIGSTOP) past controller.quorum.fetch.timeout.ms (2 s,
+    the default) and then let go (SIGCONT); a topic created with 2 replicas and min.insync.replicas 3. Returns the
+    frozen follower and the span in which every capture saw it not fetching."""
+    leader = int(s.status()["LeaderId"])
+    follower = next(i for i in (1, 2, 3) if i != leader)
+    s.begin("follower-controller-frozen")
+    cluster.pause_node(follower)
+    s.wait_for(
+        "the frozen follower to stop fetching", lambda: int(s.status().get("MaxFollowerLagTimeMs", "0")) > SLO_MS + 1500
+    )
+    frozen_from = now_ms()
+    s.moment()
+    frozen_until = now_ms()
+    cluster.resume_node(follower)
+    s.wait_for("the follower to catch up again", lambda: s.status().get("MaxFollowerLag") in ("0", "1"))
+
+    # a broker frozen past broker.session.timeout.ms (4 s here): the active controller fences it, and registers it
+    # active again once it heartbeats after SIGCONT
+    s.begin("broker-6-frozen")
+    cluster.pause_node(6)
+    s.wait_for("broker 6 fenced", lambda: FENCED_STATE in _registration(cluster, 6))
+    s.wait_isr({6})
+    s.moment()
+    s.begin("broker-6-resumed")
+    cluster.resume_node(6)
+    s.wait_for("broker 6 active again", lambda: _registration(cluster, 6) == {ACTIVE_STATE})
+    s.wait_isr(set())
+    s.moment()
+
+    s.begin("misconfigured-topic")
+    name, partitions, rf, min_isr = MISCONFIGURED
+    s.run_tool(
+        tmp_path / f"create-{name}.txt",
+        TOPICS,
+        "--bootstrap-server",
+        s.bootstrap(),
+        "--create",
+        "--topic",
+        name,
+        "--partitions",
+        str(partitions),
+        "--replication-factor",
+        str(rf),
+        "--config",
+        f"min.insync.replicas={min_isr}",
+    )
+
+    def settled() -> bool:
+        lines = [p for (topic, _), p in partition_lines(s.describe_topics()).items() if topic == name]
+        return len(lines) == partitions and all(len(p["isr"]) == rf for p in lines)
+
+    s.wait_for(f"{name}'s ISRs to be full", settled)
+    s.moment()
+    return follower, frozen_from, frozen_until
+
+
+FENCED_STATE, ACTIVE_STATE = 10, 30  # KafkaController BrokerRegistrationState (KIP-1131)
+REGISTRATION_NAMES = {-1: "unregistered", 10: "fenced", 20: "controlled_shutdown", 30: "active"}
+
+
+def _gauge(text: str, name: str, broker: int | None = None) -> float | None:
+    """A KafkaController gauge in a scrape, in either exporter naming (Strimzi-style or the default), for `broker`."""
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        lowered = line.lower()
+        if f"kafkacontroller_{name.lower()}" not in lowered and f'name="{name.lower()}"' not in lowered:
+            continue
+        if broker is not None and f'broker="{broker}"' not in line:
+            continue
+        return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def _registration(cluster: KafkaCluster, broker: int) -> set[int]:
+    """The BrokerRegistrationState values the running controllers report for `broker` now (every controller
+    replays the registrations; a controller that restarted reports none until they change)."""
+    values = set()
+    for node in cluster.controllers():
+        if not node.running:
+            continue
+        with urllib.request.urlopen(node.metrics_url, timeout=5) as response:
+            value = _gauge(response.read().decode("utf-8"), "BrokerRegistrationState", broker)
+        if value is not None:
+            values.add(int(value))
+    return values
+
+
+SURVIVOR = 2  # the controller whose exporter uses Strimzi-style rules, which keep raft-metrics' current-state
+PRE_VOTE_STATES = ("prospective", "prospective-voted")
+
+
+def _raft_state(text: str) -> str | None:
+    found = re.search(r'^kafka_server_raftmetrics_current_state\{current_state="([^"]+)"\} 1\.0$', text, re.M)
+    return found.group(1) if found else None
+
+
+def stop_a_controller_majority(s: Scenario, cluster: KafkaCluster) -> int:
+    """The last fault: controllers 1 and 3 stop, so the quorum has no majority; controller 2 is left alone and, on
+    Kafka 4.x (KIP-996), keeps asking for pre-votes it cannot get. Nothing answers DescribeQuorum any more, so its
+    scrapes are taken here and written as the collector writes them (the exporter's body, unchanged)."""
+    log("controllers 1 and 3 stopping: no majority")
+    for node in (1, 3):
+        cluster.stop_node(node)
+    url = cluster.nodes[SURVIVOR].metrics_url
+    folder = s.landing / "metrics" / f"cluster={s.cid}" / f"node={SURVIVOR}"
+    folder.mkdir(parents=True, exist_ok=True)
+    states = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sum(state in PRE_VOTE_STATES for state in states) < 3:
+        at = now_ms()
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = response.read()
+        temporary = folder / f".{at}.prom.tmp"
+        temporary.write_bytes(body)
+        os.replace(temporary, folder / f"{at}.prom")
+        states.append(_raft_state(body.decode("utf-8")))
+        time.sleep(1)
+    log(f"controller {SURVIVOR} alone reports: {', '.join(str(x) for x in states)}")
+    assert any(state in PRE_VOTE_STATES for state in states), states
+    return SURVIVOR
 
 
 @pytest.fixture(scope="module")
@@ -540,7 +679,9 @@ def live(cluster, tmp_path_factory, request) -> Live:
 
     s.wait_for("the old leader to catch up", caught_up)
     s.moment()
+    frozen = drive_kafka_4x_faults(s, cluster, tmp_path)
     s.phase.ended_ms = now_ms()
+    survivor = stop_a_controller_majority(s, cluster)
     s.collect_unreachable()
     kafka_s = time.monotonic() - started
     # the pipeline needs the CPU, and nothing more is read from the cluster: killed at once, not shut down node by
@@ -554,7 +695,12 @@ def live(cluster, tmp_path_factory, request) -> Live:
         f"(Kafka phases {kafka_s:.0f}s)"
     )
     return Live(
-        s, tables, follower_down, {"follower-controller-stopped": follower, "leader-controller-stopped": leader}
+        s,
+        tables,
+        follower_down,
+        {"follower-controller-stopped": follower, "leader-controller-stopped": leader},
+        frozen,
+        survivor,
     )
 
 
@@ -583,6 +729,22 @@ def test_stopped_follower_controller_leaves_the_slo(live):
 
 def test_every_node_has_small_divergence_while_healthy(live):
     check_divergence(live.tables, live.scenario)
+
+
+def test_frozen_follower_controller_is_not_fetching(live):
+    check_voters_not_fetching(live.tables, live.scenario, live.frozen)
+
+
+def test_a_topic_with_min_isr_above_its_replicas_in_both_min_isr_views(live):
+    check_both_min_isr_views(live.tables, live.scenario)
+
+
+def test_broker_registrations_equal_the_active_controllers_scrapes(live):
+    check_broker_registrations(live.tables, live.scenario)
+
+
+def test_a_controller_without_a_majority_shows_in_a_pre_vote_state(live):
+    check_pre_vote_scrapes(live.tables, live.scenario, live.survivor)
 
 
 def check_nothing_quarantined_but_the_unreachable_cluster(tables, cid):
@@ -692,7 +854,9 @@ def check_at_min_isr_episodes(tables, s: Scenario):
     phases = {p.name: p for p in s.phases}
     one_down, two_down, back = phases["broker-6-stopped"], phases["brokers-5-6-stopped"], phases["brokers-restarted"]
     episodes = [e for e in tables["gold.at_min_isr_episodes"] if e["cluster_id"] == s.cid]
-    rf3 = [e for e in episodes if e["topic"] in RF3_TOPICS]
+    # the brokers' phases (the Kafka 4.x faults after them open episodes of their own: broker 6 frozen)
+    later = phases["follower-controller-frozen"].started_ms
+    rf3 = [e for e in episodes if e["topic"] in RF3_TOPICS and ms(e["started_at"]) < later]
     partitions = {(e["topic"], e["partition"]) for e in rf3}
     assert partitions == {(t, p) for t, n, rf, _ in TOPIC_SPECS if t in RF3_TOPICS for p in range(n)}, episodes
     for e in rf3:
@@ -706,7 +870,10 @@ def check_at_min_isr_episodes(tables, s: Scenario):
     }
     opened = {(e["topic"], e["partition"]) for e in episodes if ms(e["started_at"]) < two_down.started_ms}
     assert listed <= opened, (listed, opened)
-    assert all(e["ended_at"] is not None for e in episodes), "an AtMinIsr episode is still open at the end"
+    # (the misconfigured topic, created last, is at its effective min ISR for good: its episodes stay open)
+    assert all(e["ended_at"] is not None for e in episodes if e["topic"] != MISCONFIGURED[0]), (
+        "an AtMinIsr episode is still open at the end"
+    )
 
 
 def check_follower_leaves_the_slo(tables, s: Scenario, window):
@@ -750,7 +917,9 @@ def test_each_fault_phase_is_one_incident_naming_the_node_it_stopped(live):
         ),
     ]
     assert phases | set(live.stopped) == {p.name for p in live.scenario.phases if "stopped" in p.name}
-    check_incidents(live.tables, live.scenario, faults)
+    # the Kafka 4.x faults that follow (issue #49's frozen nodes, misconfigured topic, stopped majority) are not these
+    later = next(p for p in live.scenario.phases if p.name == "follower-controller-frozen")
+    check_incidents(live.tables, live.scenario, faults, before_ms=later.started_ms)
 
 
 def test_membership_events_equal_the_voter_sets_kafka_printed(live):
@@ -766,12 +935,19 @@ class Fault:
     nodes: set[int]  # every node it stopped
 
 
-def check_incidents(tables, s: Scenario, faults: list[Fault]) -> None:
+def check_incidents(tables, s: Scenario, faults: list[Fault], before_ms: int | None = None) -> None:
     """Each fault maps to exactly one incident: started in its phases, triggered by the node it stopped first, naming
     every node it stopped, with the peak partition counts of the phases' kafka-topics listings, closed in the phase
-    that repaired it; no incident starts in any other phase."""
+    that repaired it; no incident starts in any other phase (of those that start before `before_ms`, if given)."""
     by_name = {p.name: p for p in s.phases}
-    incidents = sorted((i for i in tables["gold.incidents"] if i["cluster_id"] == s.cid), key=lambda i: i["started_at"])
+    incidents = sorted(
+        (
+            i
+            for i in tables["gold.incidents"]
+            if i["cluster_id"] == s.cid and (before_ms is None or ms(i["started_at"]) < before_ms)
+        ),
+        key=lambda i: i["started_at"],
+    )
     matched = []
     for fault in faults:
         first, last, repair = by_name[fault.phases[0]], by_name[fault.phases[-1]], by_name[fault.repair]
@@ -964,3 +1140,163 @@ def test_dynamic_quorum_incidents_only_for_the_stopped_leader(dynamic_live):
         {dynamic_live.leader},
     )
     check_incidents(dynamic_live.tables, dynamic_live.scenario, [fault])
+
+
+def _not_fetching(text: str, timeout_ms: int = SLO_MS) -> int:
+    """Followers whose last fetch is older than `timeout_ms` before the leader's own, as the CLI printed them."""
+    header = [c.strip() for c in text.splitlines()[0].split("\t") if c.strip()]
+    column = header.index("LastFetchTimestamp")
+    ages = {}
+    for line in text.splitlines()[1:]:
+        cells = [c.strip() for c in line.split("\t") if c.strip()]
+        if len(cells) != len(header):
+            continue
+        value = cells[column]
+        ago = re.fullmatch(r"(\d+) ms ago", value)
+        ages[cells[-1], int(cells[0])] = -int(ago.group(1)) if ago else int(value)
+    (leader,) = [at for (status, _), at in ages.items() if status == "Leader"]
+    return sum(1 for (status, _), at in ages.items() if status == "Follower" and leader - at > timeout_ms)
+
+
+def check_voters_not_fetching(tables, s: Scenario, frozen):
+    _, start, end = frozen
+    rows = _status_rows(tables, s.cid)
+    phase = next(p for p in s.phases if p.name == "follower-controller-frozen")
+    (pair,) = phase.pairs
+    printed = (s.landing / "quorum" / f"cluster={s.cid}" / f"{pair['at']}.replication.txt").read_text()
+    assert _not_fetching(printed) == 1, printed
+    assert rows[pair["at"]]["voters_not_fetching"] == 1, rows[pair["at"]]
+    # the collector's DescribeQuorum answers of the same span: the same follower, not fetching
+    admin = [r for at, r in rows.items() if start <= at <= end and r["source"] == "admin"]
+    assert admin and all(r["voters_not_fetching"] == 1 and r["is_good"] is False for r in admin), admin
+    # before the freeze, while healthy: every voter fetching
+    healthy = [r for at, r in rows.items() if s.phases[0].started_ms <= at <= s.phases[0].ended_ms]
+    assert healthy and all(r["voters_not_fetching"] in (0, None) for r in healthy), healthy
+
+
+def _broker_gauges(s: Scenario, topic: str, name: str, since: int) -> dict[int, int]:
+    """Sum over partitions of the brokers' kafka.cluster:type=Partition,name=<name> gauge for `topic`, from each
+    broker's latest scrape since `since`, in whichever exporter naming the broker uses."""
+    totals = {}
+    for folder in sorted((s.landing / "metrics" / f"cluster={s.cid}").glob("node=*")):
+        scrapes = sorted((p for p in folder.glob("*.prom") if int(p.stem) >= since), key=lambda p: int(p.stem))
+        if not scrapes:
+            continue
+        value = 0
+        for line in scrapes[-1].read_text().splitlines():
+            lowered = line.lower()
+            if line.startswith("#") or f'topic="{topic}"' not in line or "partition" not in lowered:
+                continue
+            if f'name="{name}"' in line or f"partition_{name.lower()}{{" in lowered:
+                value += int(float(line.rsplit(" ", 1)[1]))
+        totals[int(folder.name.split("=")[1])] = value
+    return totals
+
+
+def check_both_min_isr_views(tables, s: Scenario):
+    topic, partitions, _, _ = MISCONFIGURED
+    phase = next(p for p in s.phases if p.name == "misconfigured-topic")
+    by_topic = {
+        ms(r["collected_at"]): r
+        for r in tables["gold.isr_health_by_topic"]
+        if r["cluster_id"] == s.cid and r["topic"] == topic
+    }
+    (capture,) = phase.topics
+    row = by_topic[capture["at"]]
+    folder = s.listings / str(capture["at"])
+    listed = {
+        flag: sum(1 for (t, _) in partition_lines((folder / f"{flag}.txt").read_text()) if t == topic)
+        for flag in ("at-min-isr", "under-min-isr")
+    }
+    # kafka-topics compares with the raw min.insync.replicas: both partitions "under min ISR" (KAFKA-21377)
+    assert (row["at_min_isr"], row["under_min_isr"]) == (listed["at-min-isr"], listed["under-min-isr"]) == (0, 2)
+    # the brokers compare with min(min.insync.replicas, replicas) = 2: at min ISR, not under
+    at_min = _broker_gauges(s, topic, "AtMinIsr", phase.started_ms)
+    under_min = _broker_gauges(s, topic, "UnderMinIsr", phase.started_ms)
+    assert set(at_min) >= {4, 5, 6}, at_min
+    assert (row["at_min_isr_effective"], row["under_min_isr_effective"]) == (
+        sum(at_min.values()),
+        sum(under_min.values()),
+    ), (row, at_min, under_min)
+    assert (row["at_min_isr_effective"], row["under_min_isr_effective"]) == (partitions, 0)
+    assert row["min_isr_above_replicas"] == partitions
+    # the collector's own snapshots of the phase count the same
+    collected = [r for at, r in by_topic.items() if at >= phase.started_ms and at != capture["at"]]
+    assert collected, by_topic
+    for r in collected:
+        assert (r["under_min_isr"], r["at_min_isr_effective"], r["under_min_isr_effective"]) == (2, 2, 0), r
+
+
+def check_pre_vote_scrapes(tables, s: Scenario, survivor: int):
+    """gold.controller_health's prospective_scrapes per window equals the survivor's scrapes in that window whose
+    current-state is prospective or prospective-voted, as the exporter's text says."""
+    window_ms = 5 * 60_000
+    raw: dict[int, int] = {}
+    for f in (s.landing / "metrics" / f"cluster={s.cid}" / f"node={survivor}").glob("*.prom"):
+        start = int(f.stem) // window_ms * window_ms
+        raw[start] = raw.get(start, 0) + (_raft_state(f.read_text()) in PRE_VOTE_STATES)
+    rows = {
+        ms(r["window_start"]): r
+        for r in tables["gold.controller_health"]
+        if r["cluster_id"] == s.cid and r["node_id"] == survivor
+    }
+    assert set(rows) == set(raw), (sorted(rows), sorted(raw))
+    assert {start: r["prospective_scrapes"] for start, r in rows.items()} == raw
+    assert sum(raw.values()) >= 1
+    # the last scrape in the run is the survivor's, alone: the window's raft state is the pre-vote one
+    last = max(rows)
+    assert rows[last]["raft_state"] in PRE_VOTE_STATES, rows[last]
+
+
+def check_broker_registrations(tables, s: Scenario):
+    """Every gold.broker_registrations row of the run equals what the active controller's scrapes in the landing
+    zone said in its window: the state at the last one that has it, the largest heartbeat age, the fenced stretch.
+    The frozen broker was fenced in the controllers' scrapes of the frozen phase, and active again in the next."""
+    window_ms = 5 * 60_000
+    readings = []  # (scraped_at, broker, state or None, heartbeat age or None) of the active controller
+    everyone = []  # (scraped_at, broker 6's state) in any controller's scrape
+    for f in (s.landing / "metrics" / f"cluster={s.cid}").glob("node=[123]/*.prom"):
+        text = f.read_text()
+        state6 = _gauge(text, "BrokerRegistrationState", 6)
+        if state6 is not None:
+            everyone.append((int(f.stem), int(state6)))
+        if _gauge(text, "ActiveControllerCount") != 1:
+            continue
+        for broker in (4, 5, 6):
+            state = _gauge(text, "BrokerRegistrationState", broker)
+            age = _gauge(text, "TimeSinceLastHeartbeatReceivedMs", broker)
+            if state is not None or age is not None:
+                readings.append((int(f.stem), broker, None if state is None else int(state), age))
+    readings.sort()
+    expected: dict[tuple[int, int], dict] = {}
+    fenced_since: dict[int, int | None] = {}
+    for at, broker, state, age in readings:
+        row = expected.setdefault(
+            (broker, at // window_ms * window_ms),
+            {"max_heartbeat_age_ms": None, "registration_state": None, "fenced_at": None},
+        )
+        if age is not None:
+            row["max_heartbeat_age_ms"] = max(row["max_heartbeat_age_ms"] or 0, int(age))
+        if state is not None:
+            fenced_since[broker] = (fenced_since.get(broker) or at) if state == FENCED_STATE else None
+            row["registration_state"] = REGISTRATION_NAMES[state]
+            row["fenced_at"] = fenced_since[broker]
+    got = {
+        (r["broker_id"], ms(r["window_start"])): {
+            "max_heartbeat_age_ms": r["max_heartbeat_age_ms"],
+            "registration_state": r["registration_state"],
+            "fenced_at": ms(r["fenced_at"]),
+        }
+        for r in tables["gold.broker_registrations"]
+        if r["cluster_id"] == s.cid
+    }
+    assert got == expected
+    phases = {p.name: p for p in s.phases}
+    frozen, resumed = phases["broker-6-frozen"], phases["broker-6-resumed"]
+    assert FENCED_STATE in {v for at, v in everyone if frozen.started_ms <= at <= frozen.ended_ms}, everyone
+    after = {v for at, v in everyone if resumed.started_ms <= at <= resumed.ended_ms}
+    assert after == {ACTIVE_STATE}, everyone
+    # the heartbeat age the active controller saw reached broker.session.timeout.ms (4 s) while it was frozen (Kafka
+    # reports it capped there)
+    ages = [age for at, broker, _, age in readings if broker == 6 and frozen.started_ms <= at <= frozen.ended_ms]
+    assert ages and max(ages) == 4000, readings

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame
 from quorumlake.bronze.raw import BINARY_FILE_SCHEMA, FORMATS, build_raw_records
 from quorumlake.contract import tables as t
 from quorumlake.gold.anomalies import build_episodes
+from quorumlake.gold.brokers import build_broker_registrations
 from quorumlake.gold.cohorts import build_cluster_cohorts
 from quorumlake.gold.controller import build_controller_health
 from quorumlake.gold.dims import build_dim_cluster, build_dim_date, build_dim_node
@@ -107,6 +108,11 @@ def _outputs(spark) -> list[tuple[str, t.TableSpec, DataFrame]]:
             build_metadata_offset_divergence(silver_metrics, 1000),
         ),
         ("build_controller_health", t.GOLD_CONTROLLER_HEALTH, build_controller_health(silver_metrics, 5)),
+        (
+            "build_broker_registrations",
+            t.GOLD_BROKER_REGISTRATIONS,
+            build_broker_registrations(silver_metrics, e(t.GOLD_BROKER_REGISTRATIONS), 5),
+        ),
         (
             "build_slo_burn",
             t.GOLD_SLO_BURN,
