@@ -1,7 +1,10 @@
 """gold.isr_health (per cluster snapshot), gold.isr_health_by_topic (per cluster snapshot and topic) and
 gold.at_min_isr_episodes (per partition and episode start), from silver.partition_states.
 
-Counts count flags, not `status`: a partition at min ISR and under-replicated counts in both columns. An AtMinIsr
+Counts count flags, not `status`: a partition at min ISR and under-replicated counts in both columns. Both min-ISR
+rules are counted (`gold/min_isr.py`): `under_min_isr` / `at_min_isr` as kafka-topics lists them, the `_effective`
+ones against min(min.insync.replicas, replica count) as brokers judge them. Episodes follow one rule, the
+`min_isr_rule` setting (effective by default), and say which. An AtMinIsr
 episode starts at a snapshot with `is_at_min_isr` and runs through the following snapshots that are at min ISR or
 worse (under min ISR, offline); it ends at the first snapshot that is neither (`ended_at`). Going straight to
 under-min-ISR or offline does not start one. `escalated`: under min ISR or offline inside the episode.
@@ -13,6 +16,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from quorumlake.contract.tables import GOLD_AT_MIN_ISR_EPISODES, GOLD_ISR_HEALTH, GOLD_ISR_HEALTH_BY_TOPIC
+from quorumlake.gold.min_isr import DEFAULT_RULE, with_effective_flags, with_min_isr_rule
 
 
 def _counts():
@@ -22,24 +26,36 @@ def _counts():
         F.count_if("is_under_min_isr").cast("int").alias("under_min_isr"),
         F.count_if("is_at_min_isr").cast("int").alias("at_min_isr"),
         F.count_if("is_under_replicated").cast("int").alias("under_replicated"),
+        F.count_if("is_under_min_isr_effective").cast("int").alias("under_min_isr_effective"),
+        F.count_if("is_at_min_isr_effective").cast("int").alias("at_min_isr_effective"),
+        F.count_if("is_min_isr_above_replicas").cast("int").alias("min_isr_above_replicas"),
     ]
 
 
 def build_isr_health(partitions: DataFrame) -> DataFrame:
-    """Per snapshot counts (needs cluster_id, collected_at and the four is_* flags)."""
-    return partitions.groupBy("cluster_id", "collected_at").agg(*_counts()).select(*GOLD_ISR_HEALTH.column_names)
+    """Per snapshot counts (needs cluster_id, collected_at, the four is_* flags, min_isr, replicas and isr_size)."""
+    return (
+        with_effective_flags(partitions)
+        .groupBy("cluster_id", "collected_at")
+        .agg(*_counts())
+        .select(*GOLD_ISR_HEALTH.column_names)
+    )
 
 
 def build_isr_health_by_topic(partitions: DataFrame) -> DataFrame:
     return (
-        partitions.groupBy("cluster_id", "collected_at", "topic")
+        with_effective_flags(partitions)
+        .groupBy("cluster_id", "collected_at", "topic")
         .agg(*_counts())
         .select(*GOLD_ISR_HEALTH_BY_TOPIC.column_names)
     )
 
 
 def build_at_min_isr_episodes(
-    partitions: DataFrame, earlier_starts: DataFrame | None = None, flap_window_minutes: int = 60
+    partitions: DataFrame,
+    earlier_starts: DataFrame | None = None,
+    flap_window_minutes: int = 60,
+    min_isr_rule: str = DEFAULT_RULE,
 ) -> DataFrame:
     """Episodes of each partition, from its snapshots in time order (all of them from some point on that is not
     inside an episode, or an episode's start).
@@ -47,9 +63,11 @@ def build_at_min_isr_episodes(
     `bounces` is how often the partition came back to AtMinIsr within `flap_window_minutes` before this episode
     started (KIP-427's "AtMinIsr bounces between zero and non-zero repeatedly"): the number of its earlier episodes
     that started in that window. `earlier_starts` (cluster_id, topic, partition, started_at) are the episodes
-    already known before the given snapshots.
+    already known before the given snapshots. `min_isr_rule` (`effective` or `kafka_topics`, `gold/min_isr.py`)
+    decides what is at and under min ISR; the episodes carry it in `min_isr_rule`.
     """
     key = ["cluster_id", "topic", "partition"]
+    partitions = with_min_isr_rule(partitions, min_isr_rule)
     ordered = Window.partitionBy(*key).orderBy("collected_at")
     in_run = F.col("is_at_min_isr") | F.col("is_under_min_isr") | F.col("is_offline")
     runs = (
@@ -109,6 +127,7 @@ def build_at_min_isr_episodes(
     return (
         episodes.withColumn("bounces", F.count(F.lit(1)).over(recent).cast("int"))
         .where(~F.col("_earlier"))
+        .withColumn("min_isr_rule", F.lit(min_isr_rule))
         .select(*GOLD_AT_MIN_ISR_EPISODES.column_names)
     )
 

@@ -13,15 +13,20 @@ from dataclasses import dataclass
 
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_BROKER_REGISTRATIONS,
     GOLD_CLUSTER_COHORTS,
     GOLD_CONTROLLER_HEALTH,
     GOLD_DIM_CLUSTER,
     GOLD_DIM_DATE,
     GOLD_DIM_NODE,
+    GOLD_INCIDENT_EVENTS,
+    GOLD_INCIDENTS,
     GOLD_ISR_HEALTH,
     GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_METADATA_OFFSET_DIVERGENCE,
+    GOLD_QUORUM_EVENTS,
     GOLD_QUORUM_HEALTH,
+    GOLD_QUORUM_MEMBERSHIP,
     GOLD_QUORUM_STATUS,
     GOLD_REPLICA_LAG_SLI,
     GOLD_SLO_BUDGET,
@@ -55,9 +60,14 @@ FOREIGN_KEYS: tuple[ForeignKey, ...] = (
             GOLD_AT_MIN_ISR_EPISODES,
             GOLD_METADATA_OFFSET_DIVERGENCE,
             GOLD_CONTROLLER_HEALTH,
+            GOLD_BROKER_REGISTRATIONS,
             GOLD_SLO_BURN,
             GOLD_SLO_BUDGET,
             GOLD_CLUSTER_COHORTS,
+            GOLD_QUORUM_MEMBERSHIP,
+            GOLD_QUORUM_EVENTS,
+            GOLD_INCIDENTS,
+            GOLD_INCIDENT_EVENTS,
             GOLD_DIM_NODE,
         )
     ),
@@ -65,6 +75,7 @@ FOREIGN_KEYS: tuple[ForeignKey, ...] = (
     ForeignKey(GOLD_METADATA_OFFSET_DIVERGENCE, ("cluster_id", "node_id"), GOLD_DIM_NODE),
     ForeignKey(GOLD_CONTROLLER_HEALTH, ("cluster_id", "node_id"), GOLD_DIM_NODE),
     ForeignKey(GOLD_REPLICA_LAG_SLI, ("cluster_id", "replica_id"), GOLD_DIM_NODE),
+    ForeignKey(GOLD_QUORUM_MEMBERSHIP, ("cluster_id", "node_id"), GOLD_DIM_NODE),
 )
 
 

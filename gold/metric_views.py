@@ -2,7 +2,7 @@
 
 A metric view (`CREATE VIEW ... WITH METRICS LANGUAGE YAML`, Databricks SQL) declares dimensions and measures over
 a source table; a measure is an aggregate expression evaluated at whatever grain a query groups by, so `sli` is
-sum(good) / sum(snapshots) for a day, a week or the whole fleet, never an average of ratios. Each dimension and
+sum(good) / sum(judged snapshots) for a day, a week or the whole fleet, never an average of ratios. Each dimension and
 measure carries a display name, and each measure a display format, and synonyms for natural-language tools (Genie).
 
 The definitions are data (`MetricViewSpec`), rendered as YAML specification 1.1. On Databricks the gold task creates
@@ -78,7 +78,8 @@ QUORUM_SLO_METRICS = MetricViewSpec(
     "gold.m_quorum_slo",
     "gold.quorum_status",
     "Quorum SLO attainment over any slice of clusters and time: a quorum snapshot is good when it has a leader and "
-    "MaxFollowerLagTimeMs is between 0 and the SLO. sli is sum(good) / sum(snapshots) at the query's grain.",
+    "MaxFollowerLagTimeMs is between 0 and the SLO, unknown when its lag time is unknown. sli is sum(good) / "
+    "sum(judged snapshots) at the query's grain.",
     (
         _CLUSTER,
         Field("day", "DATE_TRUNC('DAY', collected_at)", "Day", "UTC day of the snapshot", ("date",)),
@@ -103,10 +104,19 @@ QUORUM_SLO_METRICS = MetricViewSpec(
             COUNT,
         ),
         Field(
+            "unknown_snapshots",
+            "COUNT_IF(is_good IS NULL)",
+            "Unknown quorum snapshots",
+            "Snapshots whose lag time is unknown (n/a): neither good nor bad",
+            ("n/a snapshots", "snapshots without lag time"),
+            COUNT,
+        ),
+        Field(
             "sli",
-            "COUNT_IF(is_good) / COUNT(1)",
+            "COUNT_IF(is_good) / NULLIF(COUNT_IF(is_good IS NOT NULL), 0)",
             "Quorum SLI",
-            "good_snapshots / snapshots over the rows of the query's grain (never an average of ratios)",
+            "good_snapshots / judged snapshots (snapshots - unknown_snapshots) over the rows of the query's grain "
+            "(never an average of ratios); NULL when none was judged",
             ("quorum SLO attainment", "quorum availability", "quorum health ratio"),
             RATIO,
         ),
@@ -125,11 +135,19 @@ REPLICA_SLO_METRICS = MetricViewSpec(
     "gold.m_replica_slo",
     "gold.replica_lag_sli",
     "Replica caught-up-lag SLO attainment over any slice of clusters, replicas and time, from the per-window counts "
-    "of gold.replica_lag_sli: sli is sum(good_snapshots) / sum(snapshots) at the query's grain.",
+    "of gold.replica_lag_sli: sli is sum(good_snapshots) / (sum(snapshots) - sum(unknown_snapshots)) at the query's "
+    "grain.",
     (
         _CLUSTER,
         Field("replica_id", "replica_id", "Replica", "Replica (node) id", ("node", "controller", "voter id")),
         Field("is_voter", "is_voter", "Is voter", "Voter (true) or observer (false)", ("voter", "observer")),
+        Field(
+            "is_removed_voter",
+            "is_removed_voter",
+            "Is removed voter",
+            "Observer rows of a voter removed from the quorum that Kafka still lists (not a failing observer)",
+            ("decommissioned voter", "removed controller"),
+        ),
         Field("day", "DATE_TRUNC('DAY', window_start)", "Day", "UTC day of the window", ("date",)),
         Field("window_start", "window_start", "Window start", "Window start"),
     ),
@@ -146,10 +164,19 @@ REPLICA_SLO_METRICS = MetricViewSpec(
             COUNT,
         ),
         Field(
+            "unknown_snapshots",
+            "SUM(unknown_snapshots)",
+            "Unknown replica snapshots",
+            "Replica snapshots whose caught-up lag is unknown (n/a): neither good nor bad",
+            ("n/a samples", "snapshots without lag time"),
+            COUNT,
+        ),
+        Field(
             "sli",
-            "SUM(good_snapshots) / SUM(snapshots)",
+            "SUM(good_snapshots) / NULLIF(SUM(snapshots) - SUM(unknown_snapshots), 0)",
             "Replica lag SLI",
-            "good_snapshots / snapshots over the rows of the query's grain (never an average of ratios)",
+            "good_snapshots / snapshots with a known lag over the rows of the query's grain (never an average of "
+            "ratios); NULL when none was judged",
             ("replica SLO attainment", "voter lag SLI", "caught-up ratio"),
             RATIO,
         ),

@@ -5,6 +5,11 @@ does (docs/kafka-surfaces.md §3.4): among the voters, the leader included, the 
 (an unknown offset counts as -1) is the "max lag follower", the first in response order on ties; the lag is the
 leader's LEO minus its LEO; the time is 0 when that voter is the leader, the leader's minus its lastCaughtUp when
 both are known, else -1.
+
+Unknown is not bad: a snapshot whose lag time is unknown (-1) is neither good nor bad (`is_good` NULL), and a window's
+`sli` is over the snapshots that are judged (`unknown_snapshots` says how many are not). `voters_not_fetching` counts
+the followers whose last fetch is older than the fetch timeout: what moves on Kafka 4.x, where the raft metric
+`number-unknown-voter-connections` is a constant 0.
 """
 
 from __future__ import annotations
@@ -21,10 +26,10 @@ def window_start(ts: Column, window_minutes: int) -> Column:
     return F.timestamp_millis(F.floor(F.unix_millis(ts) / width) * width)
 
 
-def follower_lag(replicas: DataFrame, slo_ms: int) -> DataFrame:
-    """Per snapshot: max_follower_lag, max_follower_lag_time_ms and voters_within_slo from its replica rows
-    (needs cluster_id, collected_at, replica_id, is_voter, position, role, log_end_offset, last_caught_up_at,
-    caught_up_lag_ms)."""
+def follower_lag(replicas: DataFrame, slo_ms: int, fetch_timeout_ms: int = 2000) -> DataFrame:
+    """Per snapshot: max_follower_lag, max_follower_lag_time_ms, voters_within_slo, voters_lag_unknown and
+    voters_not_fetching from its replica rows (needs cluster_id, collected_at, replica_id, is_voter, position, role,
+    log_end_offset, last_caught_up_at, caught_up_lag_ms, fetch_age_ms)."""
     voters = replicas.where(F.col("is_voter"))
     leo = F.coalesce(F.col("log_end_offset"), F.lit(-1))
     caught_up = F.unix_millis("last_caught_up_at")
@@ -42,6 +47,13 @@ def follower_lag(replicas: DataFrame, slo_ms: int) -> DataFrame:
             "_leader"
         ),
         F.count_if(F.col("caught_up_lag_ms") <= slo_ms).alias("voters_within_slo"),
+        F.count_if(F.col("caught_up_lag_ms").isNull()).alias("voters_lag_unknown"),
+        # followers whose last fetch (as the leader saw it) is older than the fetch timeout; unknown ages count
+        # neither way, and with none known the number is unknown
+        F.when(
+            F.count(F.when(F.col("role") != "leader", F.col("fetch_age_ms"))) > 0,
+            F.count_if((F.col("role") != "leader") & (F.col("fetch_age_ms") > fetch_timeout_ms)),
+        ).alias("voters_not_fetching"),
     )
     lag = F.col("_leader.leo") - F.col("_min.leo")
     lag_time = (
@@ -58,7 +70,15 @@ def follower_lag(replicas: DataFrame, slo_ms: int) -> DataFrame:
         F.when(F.col("_leader").isNotNull(), lag).cast("bigint").alias("max_follower_lag"),
         F.when(F.col("_leader").isNotNull(), lag_time).cast("bigint").alias("max_follower_lag_time_ms"),
         F.col("voters_within_slo").cast("int").alias("voters_within_slo"),
+        F.col("voters_lag_unknown").cast("int").alias("voters_lag_unknown"),
+        F.col("voters_not_fetching").cast("int").alias("voters_not_fetching"),
     )
+
+
+def known_sli(good: Column, snapshots: Column, unknown: Column) -> Column:
+    """good / the snapshots whose judgement is known; NULL when none is (unknown is not bad)."""
+    known = snapshots - unknown
+    return F.when(known > 0, good / known)
 
 
 def build_quorum_status(
@@ -69,14 +89,18 @@ def build_quorum_status(
     slo_ms: int,
     window_minutes: int,
     stall_ms: int,
+    fetch_timeout_ms: int = 2000,
+    offset_lag_slo: int = -1,
 ) -> DataFrame:
     """One gold row per snapshot of `snapshots` (silver.quorum_snapshots rows, all of a cluster from some time on).
 
     `replicas` are the silver.replica_states rows of those snapshots. `seed` holds the gold.quorum_status rows
     just before that time (the previous snapshot, and the previous one with a known high watermark), so leader
     changes and high-watermark stalls look back across window starts without reading the whole history.
+    `fetch_timeout_ms` judges `voters_not_fetching`; `offset_lag_slo` (records, -1 off) judges the snapshots whose
+    lag time is unknown (see `_is_good`).
     """
-    lags = follower_lag(replicas, slo_ms)
+    lags = follower_lag(replicas, slo_ms, fetch_timeout_ms)
     rows = snapshots.join(lags, ["cluster_id", "collected_at"], "left").select(
         "cluster_id",
         "collected_at",
@@ -93,6 +117,9 @@ def build_quorum_status(
         # an error response has no voters, so its 0 (of 0) is known
         F.coalesce("voters_within_slo", F.when(F.col("voter_count") == 0, F.lit(0))).alias("voters_within_slo"),
         F.col("observer_count").alias("observers"),
+        # without replica rows every voter's lag is unknown (an error response has none)
+        F.coalesce("voters_lag_unknown", "voter_count").alias("voters_lag_unknown"),
+        "voters_not_fetching",
         F.lit(False).alias("_is_seed"),
         F.lit(None).cast("timestamp").alias("_seed_increase_at"),
     )
@@ -111,6 +138,8 @@ def build_quorum_status(
                 "voters",
                 "voters_within_slo",
                 "observers",
+                "voters_lag_unknown",
+                "voters_not_fetching",
                 F.lit(True).alias("_is_seed"),
                 F.col("hw_last_increase_at").alias("_seed_increase_at"),
             )
@@ -153,21 +182,26 @@ def build_quorum_status(
                 F.col("_known_hw"), (F.unix_millis("collected_at") - F.unix_millis("hw_last_increase_at")) > stall_ms
             ),
         )
-        .withColumn("is_good", _is_good(slo_ms))
+        .withColumn("is_good", _is_good(slo_ms, offset_lag_slo))
         .withColumn("window_start", window_start(F.col("collected_at"), window_minutes))
         .where(~F.col("_is_seed"))
     )
     return computed.select(*GOLD_QUORUM_STATUS.column_names)
 
 
-def _is_good(slo_ms: int) -> Column:
-    """A quorum snapshot is good when it has a leader and its MaxFollowerLagTimeMs is between 0 and the SLO."""
-    return F.coalesce(
-        (F.col("error_code") == 0)
-        & F.col("leader_id").isNotNull()
-        & F.col("max_follower_lag_time_ms").between(0, slo_ms),
-        F.lit(False),
+def _is_good(slo_ms: int, offset_lag_slo: int = -1) -> Column:
+    """A quorum snapshot is good when it has a leader and its MaxFollowerLagTimeMs is between 0 and the SLO; bad
+    when it is an error response, has no leader or a known lag time over the SLO; unknown (NULL) when its lag time
+    is unknown (-1: DescribeQuorum v0, a follower the leader has not heard from), unless `offset_lag_slo` >= 0,
+    which then judges it by MaxFollowerLag (records)."""
+    answered = F.coalesce((F.col("error_code") == 0) & F.col("leader_id").isNotNull(), F.lit(False))
+    lag_ms = F.col("max_follower_lag_time_ms")
+    by_offset = (
+        F.when(F.col("max_follower_lag").isNotNull(), F.col("max_follower_lag") <= offset_lag_slo)
+        if offset_lag_slo >= 0
+        else F.lit(None).cast("boolean")
     )
+    return F.when(~answered, F.lit(False)).when(lag_ms >= 0, lag_ms <= slo_ms).otherwise(by_offset)
 
 
 def build_quorum_health(status: DataFrame, window_minutes: int) -> DataFrame:
@@ -187,6 +221,7 @@ def build_quorum_health(status: DataFrame, window_minutes: int) -> DataFrame:
             F.max("max_follower_lag").alias("max_follower_lag"),
             F.max(known_time).alias("max_follower_lag_time_ms"),
             F.count_if(F.col("is_good")).cast("bigint").alias("good_snapshots"),
+            F.count_if(F.col("is_good").isNull()).cast("bigint").alias("unknown_snapshots"),
         )
         .select(
             "cluster_id",
@@ -200,7 +235,8 @@ def build_quorum_health(status: DataFrame, window_minutes: int) -> DataFrame:
             "max_follower_lag",
             "max_follower_lag_time_ms",
             "good_snapshots",
-            (F.col("good_snapshots") / F.col("snapshots")).alias("sli"),
+            known_sli(F.col("good_snapshots"), F.col("snapshots"), F.col("unknown_snapshots")).alias("sli"),
+            "unknown_snapshots",
         )
         .select(*GOLD_QUORUM_HEALTH.column_names)
     )

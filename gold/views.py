@@ -30,21 +30,22 @@ FLEET_OVERVIEW = ViewSpec(
         (
             "status",
             "critical, warn, stale or ok, the first that holds. critical: no leader, quorum error, known voter "
-            "lag leaving less than a majority within the SLO, under-min-ISR or offline partitions, or an "
-            "active-controller count other than 1; warn: AtMinIsr partitions, lag over the SLO or unknown, a "
-            "stalled high watermark, a node diverging from the controller, metadata errors, unknown voter "
-            "connections or fenced brokers; stale: no quorum snapshot for the configured minutes",
+            "lag leaving less than a majority within the SLO, under-min-ISR or offline partitions (by min_isr_rule), "
+            "or an active-controller count other than 1; warn: AtMinIsr partitions, a known lag over the SLO, a "
+            "stalled high watermark, a node diverging from the controller, metadata errors, voters not fetching "
+            "or fenced brokers; stale: no quorum snapshot for the configured minutes. An unknown lag (n/a) is "
+            "neither good nor bad",
         ),
         ("status_rank", "Sort key of status, worst first: 1 critical, 2 warn, 3 stale, 4 ok"),
         ("leader_id", "Quorum leader in the latest snapshot"),
         ("leader_epoch", "Leader epoch in the latest snapshot"),
         ("max_follower_lag", "MaxFollowerLag in the latest snapshot (records)"),
-        ("max_follower_lag_time_ms", "MaxFollowerLagTimeMs in the latest snapshot (-1: unknown)"),
+        ("max_follower_lag_time_ms", "MaxFollowerLagTimeMs in the latest snapshot (-1: unknown, shown as n/a)"),
         ("voters", "Voters in the latest snapshot"),
-        ("voters_within_slo", "Voters whose caught-up lag is within the SLO"),
+        ("voters_within_slo", "Voters whose caught-up lag is known and within the SLO"),
         ("high_watermark_stalled", "The high watermark stalled in the latest window"),
-        ("at_min_isr", "Partitions at min ISR in the latest partition snapshot"),
-        ("under_min_isr", "Partitions under min ISR in the latest partition snapshot"),
+        ("at_min_isr", "Partitions at min ISR in the latest partition snapshot, by min_isr_rule"),
+        ("under_min_isr", "Partitions under min ISR in the latest partition snapshot, by min_isr_rule"),
         ("offline", "Offline partitions in the latest partition snapshot"),
         ("worst_divergence_records", "Largest metadata offset divergence among the nodes' latest scrapes (records)"),
         ("worst_last_applied_lag_ms", "Largest last-applied-record lag among the nodes' latest scrapes (ms)"),
@@ -54,9 +55,31 @@ FLEET_OVERVIEW = ViewSpec(
             "No quorum snapshot (or, without any, no data at all) for the configured minutes, by the query's clock",
         ),
         ("active_controllers", "Sum of ActiveControllerCount over the nodes' latest scrapes (1 when healthy)"),
-        ("unknown_voter_connections", "Most unknown voter connections a node reported in its latest window"),
+        (
+            "unknown_voter_connections",
+            "Most unknown voter connections a node reported in its latest window (informational: Kafka 4.x reports "
+            "a constant 0; voters_not_fetching is the signal)",
+        ),
         ("metadata_errors", "Largest metadata error count a node reported in its latest window"),
-        ("fenced_brokers", "Most fenced brokers a controller reported in its latest window"),
+        (
+            "fenced_brokers",
+            "Brokers fenced in their latest gold.broker_registrations row (KIP-1131, Kafka 4.1+); without a "
+            "registration state, the most fenced brokers a controller reported in its latest window "
+            "(FencedBrokerCount)",
+        ),
+        (
+            "is_good",
+            "The latest quorum snapshot is good (leader, lag within the SLO); NULL when its lag is unknown (n/a)",
+        ),
+        ("voters_lag_unknown", "Voters whose caught-up lag is unknown in the latest snapshot"),
+        (
+            "voters_not_fetching",
+            "Followers whose last fetch is older than quorum_fetch_timeout_ms in the latest snapshot (NULL: unknown)",
+        ),
+        ("min_isr_rule", "The min-ISR rule of at_min_isr, under_min_isr and the status: effective or kafka_topics"),
+        ("open_incidents", "Incidents of the cluster still open (gold.incidents without ended_at)"),
+        ("latest_incident_at", "Start of the cluster's latest incident"),
+        ("latest_incident", "Severity and one-line summary of the cluster's latest incident"),
     ),
     """
     WITH q AS (
@@ -85,6 +108,23 @@ FLEET_OVERVIEW = ViewSpec(
             FROM {gold.controller_health})
       WHERE n = 1 AND last_scraped_at >= cluster_scraped_at - make_dt_interval(0, 0, {window_minutes}, 0)
       GROUP BY cluster_id),
+    inc AS (
+      SELECT cluster_id, CAST(count_if(ended_at IS NULL) AS INT) AS open_incidents,
+             max(started_at) AS latest_incident_at,
+             max_by(concat(severity, ': ', summary), started_at) AS latest_incident
+      FROM {gold.incidents} GROUP BY cluster_id),
+    br AS (
+      -- each broker's latest registration row, counted only when it is within one window of the cluster's latest
+      -- registration scrape (a broker the controller no longer reports does not stay fenced forever); NULL when no
+      -- such row has a state (a restarted active controller reports heartbeat ages alone): FencedBrokerCount then
+      SELECT cluster_id, max(last_scraped_at) AS scraped_at,
+             CASE WHEN count(registration_state) > 0
+                  THEN CAST(count_if(registration_state = 'fenced') AS INT) END AS fenced_brokers
+      FROM (SELECT *, row_number() OVER (PARTITION BY cluster_id, broker_id ORDER BY window_start DESC) AS n,
+                   max(last_scraped_at) OVER (PARTITION BY cluster_id) AS cluster_scraped_at
+            FROM {gold.broker_registrations})
+      WHERE n = 1 AND last_scraped_at >= cluster_scraped_at - make_dt_interval(0, 0, {window_minutes}, 0)
+      GROUP BY cluster_id),
     c AS (SELECT cluster_id FROM q UNION SELECT cluster_id FROM i UNION SELECT cluster_id FROM d
           UNION SELECT cluster_id FROM ch),
     o AS (
@@ -94,15 +134,22 @@ FLEET_OVERVIEW = ViewSpec(
         q.collected_at AS last_snapshot_at,
         q.cluster_id IS NOT NULL AS has_quorum,
         q.error_code, q.is_good, q.leader_id, q.leader_epoch, q.max_follower_lag, q.max_follower_lag_time_ms,
-        q.voters, q.voters_within_slo, h.high_watermark_stalled, i.at_min_isr, i.under_min_isr, i.offline,
-        d.worst_divergence_records, d.worst_last_applied_lag_ms, ch.active_controllers,
-        ch.unknown_voter_connections, ch.metadata_errors, ch.fenced_brokers
+        q.voters, q.voters_within_slo, q.voters_lag_unknown, q.voters_not_fetching, h.high_watermark_stalled,
+        CASE WHEN '{min_isr_rule}' = 'effective' THEN i.at_min_isr_effective ELSE i.at_min_isr END AS at_min_isr,
+        CASE WHEN '{min_isr_rule}' = 'effective' THEN i.under_min_isr_effective ELSE i.under_min_isr END
+          AS under_min_isr,
+        i.offline, d.worst_divergence_records, d.worst_last_applied_lag_ms, ch.active_controllers,
+        ch.unknown_voter_connections, ch.metadata_errors,
+        coalesce(br.fenced_brokers, ch.fenced_brokers) AS fenced_brokers,
+        coalesce(inc.open_incidents, 0) AS open_incidents, inc.latest_incident_at, inc.latest_incident
       FROM c
       LEFT JOIN q ON q.cluster_id = c.cluster_id
       LEFT JOIN h ON h.cluster_id = c.cluster_id
       LEFT JOIN i ON i.cluster_id = c.cluster_id
       LEFT JOIN d ON d.cluster_id = c.cluster_id
-      LEFT JOIN ch ON ch.cluster_id = c.cluster_id),
+      LEFT JOIN ch ON ch.cluster_id = c.cluster_id
+      LEFT JOIN br ON br.cluster_id = c.cluster_id
+      LEFT JOIN inc ON inc.cluster_id = c.cluster_id),
     f AS (
       SELECT *,
              {stale_after_minutes} > 0 AND coalesce(last_snapshot_at, as_of)
@@ -113,7 +160,9 @@ FLEET_OVERVIEW = ViewSpec(
       CASE status WHEN 'critical' THEN 1 WHEN 'warn' THEN 2 WHEN 'stale' THEN 3 ELSE 4 END AS status_rank,
       leader_id, leader_epoch, max_follower_lag, max_follower_lag_time_ms, voters, voters_within_slo,
       high_watermark_stalled, at_min_isr, under_min_isr, offline, worst_divergence_records, worst_last_applied_lag_ms,
-      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers
+      last_snapshot_at, is_stale, active_controllers, unknown_voter_connections, metadata_errors, fenced_brokers,
+      is_good, voters_lag_unknown, voters_not_fetching, '{min_isr_rule}' AS min_isr_rule,
+      open_incidents, latest_incident_at, latest_incident
     FROM (
     SELECT
       f.*,
@@ -123,10 +172,11 @@ FLEET_OVERVIEW = ViewSpec(
              OR coalesce(under_min_isr, 0) > 0 OR coalesce(offline, 0) > 0
              OR coalesce(active_controllers <> 1, false) THEN 'critical'
         WHEN coalesce(at_min_isr, 0) > 0 OR NOT coalesce(is_good, true)
-             OR coalesce(voters_within_slo < voters, false) OR coalesce(high_watermark_stalled, false)
+             OR coalesce(voters_within_slo + coalesce(voters_lag_unknown, 0) < voters, false)
+             OR coalesce(high_watermark_stalled, false)
              OR coalesce(worst_divergence_records, 0) > {divergence_warn_records}
              OR coalesce(worst_last_applied_lag_ms, 0) > {metadata_lag_warn_ms}
-             OR coalesce(metadata_errors, 0) > 0 OR coalesce(unknown_voter_connections, 0) > 0
+             OR coalesce(metadata_errors, 0) > 0 OR coalesce(voters_not_fetching, 0) > 0
              OR coalesce(fenced_brokers, 0) > 0 THEN 'warn'
         WHEN is_stale THEN 'stale'
         ELSE 'ok'
@@ -138,7 +188,8 @@ FLEET_OVERVIEW = ViewSpec(
 SLO_ATTAINMENT_DAILY = ViewSpec(
     "gold.v_slo_attainment_daily",
     "Quorum SLO attainment per cluster per UTC day. To roll up (several days, several clusters), divide the sums: "
-    "sum(good_snapshots) / sum(snapshots); never average sli (an average of ratios weighs a quiet day like a busy one)",
+    "sum(good_snapshots) / (sum(snapshots) - sum(unknown_snapshots)); never average sli (an average of ratios weighs "
+    "a quiet day like a busy one)",
     (
         ("cluster_id", "Cluster"),
         ("day", "UTC day"),
@@ -146,13 +197,18 @@ SLO_ATTAINMENT_DAILY = ViewSpec(
         ("good_snapshots", "Snapshots with a leader and MaxFollowerLagTimeMs within the SLO (additive: sum it)"),
         (
             "sli",
-            "good_snapshots / snapshots for this cluster and day only; roll up as sum(good_snapshots) / "
-            "sum(snapshots), never avg(sli)",
+            "good_snapshots / (snapshots - unknown_snapshots) for this cluster and day only, NULL when no snapshot "
+            "was judged; roll up as sum(good_snapshots) / (sum(snapshots) - sum(unknown_snapshots)), never avg(sli)",
+        ),
+        (
+            "unknown_snapshots",
+            "Snapshots whose lag time is unknown: neither good nor bad (additive: sum it)",
         ),
     ),
     """
     SELECT cluster_id, to_date(collected_at) AS day, count(*) AS snapshots, count_if(is_good) AS good_snapshots,
-           count_if(is_good) / count(*) AS sli
+           count_if(is_good) / nullif(count_if(is_good IS NOT NULL), 0) AS sli,
+           count_if(is_good IS NULL) AS unknown_snapshots
     FROM {gold.quorum_status}
     GROUP BY cluster_id, to_date(collected_at)
     """,
@@ -160,7 +216,8 @@ SLO_ATTAINMENT_DAILY = ViewSpec(
 
 PARTITIONS_AT_MIN_ISR = ViewSpec(
     "gold.v_partitions_at_min_isr",
-    "Partitions at min ISR in their cluster's latest partition snapshot, with the episode they are in",
+    "Partitions at min ISR (by min_isr_rule) in their cluster's latest partition snapshot, with the episode they "
+    "are in",
     (
         ("cluster_id", "Cluster"),
         ("topic", "Topic"),
@@ -169,22 +226,62 @@ PARTITIONS_AT_MIN_ISR = ViewSpec(
         ("leader_id", "Leader broker"),
         ("isr", "In-sync replicas"),
         ("min_isr", "min.insync.replicas"),
-        ("status", "Partition status"),
+        ("status", "Partition status (offline or at_min_isr, by min_isr_rule)"),
         ("started_at", "Start of the ongoing AtMinIsr episode"),
         ("duration_ms", "How long the partition has been at min ISR or worse (ms)"),
         ("snapshots", "Snapshots in the episode"),
         ("escalated", "Reached under-min-ISR or offline in the episode"),
         ("bounces", "Earlier episodes within the flap window"),
+        (
+            "min_isr_rule",
+            "effective: ISR size = min(min.insync.replicas, replicas); kafka_topics: ISR size = min.insync.replicas",
+        ),
     ),
     """
     WITH latest AS (SELECT cluster_id, max(collected_at) AS collected_at FROM {gold.isr_health} GROUP BY cluster_id)
-    SELECT p.cluster_id, p.topic, p.`partition`, p.collected_at AS as_of, p.leader_id, p.isr, p.min_isr, p.status,
-           e.started_at, e.duration_ms, e.snapshots, e.escalated, e.bounces
+    SELECT p.cluster_id, p.topic, p.`partition`, p.collected_at AS as_of, p.leader_id, p.isr, p.min_isr,
+           CASE WHEN p.is_offline THEN 'offline' ELSE 'at_min_isr' END AS status,
+           e.started_at, e.duration_ms, e.snapshots, e.escalated, e.bounces, '{min_isr_rule}' AS min_isr_rule
     FROM {silver.partition_states} p
     JOIN latest l ON l.cluster_id = p.cluster_id AND l.collected_at = p.collected_at
     LEFT JOIN {gold.at_min_isr_episodes} e
       ON e.cluster_id = p.cluster_id AND e.topic = p.topic AND e.`partition` = p.`partition` AND e.ended_at IS NULL
-    WHERE p.is_at_min_isr
+    WHERE CASE WHEN '{min_isr_rule}' = 'effective' THEN p.isr_size = least(p.min_isr, size(p.replicas))
+               ELSE p.is_at_min_isr END
+    """,
+)
+
+OPEN_INCIDENTS = ViewSpec(
+    "gold.v_open_incidents",
+    "Incidents still open across the fleet (no ended_at yet): what is happening now, to whom, since when",
+    (
+        ("cluster_id", "Cluster"),
+        ("incident_id", "Incident id (its start time)"),
+        ("started_at", "Time of the incident's first anomaly"),
+        ("open_for_ms", "From the start to the cluster's latest observation (ms)"),
+        ("severity", "critical or warn"),
+        ("trigger", "Kind of the first anomaly"),
+        ("trigger_node_id", "Node of the first anomaly"),
+        ("nodes", "Nodes involved"),
+        ("max_partitions_at_min_isr", "Most partitions at min ISR in one partition snapshot"),
+        ("max_partitions_under_min_isr", "Most partitions under min ISR in one partition snapshot"),
+        ("max_partitions_offline", "Most offline partitions in one partition snapshot"),
+        ("ongoing", "Anomalies of the incident still going on, as kind:node or kind:topic-partition"),
+        ("summary", "One-line summary"),
+    ),
+    """
+    WITH o AS (
+      SELECT cluster_id, incident_id,
+             sort_array(collect_list(concat(kind, ':', coalesce(CAST(node_id AS STRING),
+                                                                concat(topic, '-', CAST(`partition` AS STRING)),
+                                                                'cluster')))) AS ongoing
+      FROM {gold.incident_events} WHERE ended_at IS NULL GROUP BY cluster_id, incident_id)
+    SELECT i.cluster_id, i.incident_id, i.started_at, i.duration_ms AS open_for_ms, i.severity, i.`trigger`,
+           i.trigger_node_id, i.nodes, i.max_partitions_at_min_isr, i.max_partitions_under_min_isr,
+           i.max_partitions_offline, coalesce(o.ongoing, array()) AS ongoing, i.summary
+    FROM {gold.incidents} i
+    LEFT JOIN o ON o.cluster_id = i.cluster_id AND o.incident_id = i.incident_id
+    WHERE i.ended_at IS NULL
     """,
 )
 
@@ -281,6 +378,7 @@ VIEWS = (
     PARTITIONS_AT_MIN_ISR,
     SLO_BURN_EPISODES,
     SLO_ATTAINMENT_BY_COHORT,
+    OPEN_INCIDENTS,
 )
 
 

@@ -95,8 +95,23 @@ class Config:
     # Fleet overview: a cluster with no new quorum snapshot for this many minutes (by the query's clock) is `stale`;
     # 0 turns the check off (e.g. to look at a replayed or simulated history).
     stale_after_minutes: int = 15
+    # Incidents: an anomaly that starts within this many minutes after the last one of an incident has cleared joins
+    # it (0: only overlapping anomalies join).
+    incident_grace_minutes: int = 2
     # min.insync.replicas for kafka-topics captures whose topic does not configure it (Kafka's default is 1).
     default_min_isr: int = 1
+    # Which min-ISR rule AtMinIsr episodes and the fleet status follow: `effective` (min(min.insync.replicas,
+    # replica count), as brokers judge acks=all writes since KIP-966) or `kafka_topics` (the raw min.insync.replicas,
+    # as `kafka-topics --under-min-isr-partitions` lists them). gold.isr_health counts both either way.
+    min_isr_rule: str = "effective"
+    # A voter whose last fetch is older than this in a quorum snapshot is not fetching (Kafka's
+    # controller.quorum.fetch.timeout.ms default, after which a follower itself would start an election):
+    # gold.quorum_status.voters_not_fetching, a fleet `warn`, and `controller_down` in gold.incidents.
+    quorum_fetch_timeout_ms: int = 2000
+    # Optional quorum SLO on MaxFollowerLag in records, for snapshots whose lag time is unknown (DescribeQuorum v0,
+    # a new leader not yet fetched from): such a snapshot is good when its MaxFollowerLag is at most this. -1: off,
+    # and such snapshots are unknown (neither good nor bad).
+    quorum_offset_lag_slo: int = -1
     # SLO objectives (the share of good events) behind gold.slo_budget and gold.slo_burn, each between 0 and 1.
     slo_objective_quorum_lag: float = 0.999
     slo_objective_write_availability: float = 0.999
@@ -164,13 +179,19 @@ class Config:
         ):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be at least 1")
+        if self.min_isr_rule not in ("effective", "kafka_topics"):
+            raise ConfigError(f"min_isr_rule must be 'effective' or 'kafka_topics', not {self.min_isr_rule!r}")
+        if self.quorum_offset_lag_slo < -1:
+            raise ConfigError("quorum_offset_lag_slo must be -1 (off) or a number of records")
         for name in (
+            "quorum_fetch_timeout_ms",
             "replica_caught_up_slo_ms",
             "quorum_lag_time_slo_ms",
             "high_watermark_stall_ms",
             "divergence_tolerance_ms",
             "future_skew_ms",
             "stale_after_minutes",
+            "incident_grace_minutes",
             "small_run_bytes",
             "landing_settle_minutes",
             "landing_retention_days",

@@ -17,13 +17,14 @@ from quorumlake.silver.common import latest_per_key, parsed_once, quarantine_row
 from quorumlake.silver.prometheus_text import canonical_from_mbean, canonical_metric, node_role, parse_exposition
 from quorumlake.silver.udf_guard import guarded, out_of_range
 
-KEY = ["cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"]
+KEY = ["cluster_id", "node_id", "scraped_at", "metric", "topic", "partition", "broker_id"]
 
 _SAMPLE = T.StructType(
     [
         T.StructField("metric", T.StringType()),
         T.StructField("topic", T.StringType()),
         T.StructField("partition", T.IntegerType()),
+        T.StructField("broker_id", T.IntegerType()),
         T.StructField("value", T.DoubleType()),
         T.StructField("source_name", T.StringType()),
         T.StructField("state", T.StringType()),
@@ -63,6 +64,8 @@ def scrape_samples(text: str) -> dict:
                 reason = "sample has no metric name"
             elif out_of_range(mapped.get("partition"), T.IntegerType()):
                 reason = "partition label is out of range (not a 32-bit integer)"
+            elif out_of_range(mapped.get("broker_id"), T.IntegerType()):
+                reason = "broker label is out of range (not a 32-bit integer)"
             else:
                 reason = None
         except Exception as exc:
@@ -144,7 +147,7 @@ def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataF
         "source",
         *[
             F.col(f"_x.{c}").alias(c)
-            for c in ("metric", "topic", "partition", "value", "source_name", "state", "line_number")
+            for c in ("metric", "topic", "partition", "broker_id", "value", "source_name", "state", "line_number")
         ],
     )
     bad_lines = scrapes.select(*_BASE, F.explode("_s.errors").alias("_e"))
@@ -174,7 +177,7 @@ def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataF
     jmx = jmx_parsed.where(jmx_error.isNull()).select(
         *_BASE,
         "source",
-        *[F.col(f"_m.{c}").alias(c) for c in ("metric", "topic", "partition")],
+        *[F.col(f"_m.{c}").alias(c) for c in ("metric", "topic", "partition", "broker_id")],
         F.col("_j.value").alias("value"),
         F.col("_m.source_name").alias("source_name"),
         F.col("_m.state").alias("state"),

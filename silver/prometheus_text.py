@@ -12,7 +12,12 @@ Beyond the contract's list, the KRaft controller-health series behind `gold.cont
 `raft_current_vote`, `raft_number_unknown_voter_connections`, `raft_commit_latency_avg|max`,
 `raft_election_latency_avg|max`, `raft_append_records_rate`, `raft_fetch_records_rate`,
 `controller_fenced_broker_count`, `controller_active_broker_count`, `controller_metadata_error_count`,
-`controller_timed_out_broker_heartbeat_count`.
+`controller_timed_out_broker_heartbeat_count`; and the Kafka 4.x signals behind gold's 4.x columns:
+`raft_number_of_voters`, `raft_number_of_observers`, `raft_uncommitted_voter_change`,
+`controller_ignored_static_voters`, `broker_ignored_static_voters`, `controller_avg_idle_ratio`,
+`controller_unclean_leader_elections_total`, `controller_elr_elections_total`,
+`controller_broker_registration_state`, `controller_time_since_last_heartbeat_received_ms` (these two per broker:
+`broker_id`), `controller_controlled_shutdown_broker_count`.
 """
 
 from __future__ import annotations
@@ -44,8 +49,31 @@ _CANONICAL = {
         "activebrokercount": "active_broker_count",
         "metadataerrorcount": "metadata_error_count",
         "timedoutbrokerheartbeatcount": "timed_out_broker_heartbeat_count",
+        # KIP-853 (4.0): 1 when controller.quorum.voters is set but ignored (the quorum is dynamic)
+        "ignoredstaticvoters": "ignored_static_voters",
+        # KIP-1131 (4.1): per broker (`broker` key property), the active controller's view of it
+        "brokerregistrationstate": "broker_registration_state",
+        "timesincelastheartbeatreceivedms": "time_since_last_heartbeat_received_ms",
+        "controlledshutdownbrokercount": "controlled_shutdown_broker_count",
     }.items()
 }
+_CANONICAL.update(
+    {
+        # KIP-1190 (4.2): the controller event thread's idle ratio (0 = always busy). Not MetadataLoader's AvgIdleRatio.
+        "kafkacontrollercontrollereventmanageravgidleratio": "controller_avg_idle_ratio",
+        # ControllerStats meters' Count, with the identity of each exporter naming: ObjectName / default names
+        # (`..._Count{name="UncleanLeaderElectionsPerSec"}`: name + attribute) and Strimzi's `*PerSec` Count rule
+        # (`kafka_controller_controllerstats_uncleanleaderelections_total`, its `_total` stripped below)
+        **{
+            "kafkacontrollercontrollerstats" + name + suffix: "controller_" + metric
+            for name, metric in (
+                ("uncleanleaderelections", "unclean_leader_elections_total"),
+                ("electionfromeligibleleaderreplicas", "elr_elections_total"),
+            )
+            for suffix in ("perseccount", "")
+        },
+    }
+)
 _CANONICAL.update(
     {
         "kafkaserverbrokermetadatametrics" + key.replace("_", ""): "broker_" + key
@@ -55,6 +83,7 @@ _CANONICAL.update(
             "last_applied_record_lag_ms",
             "metadata_load_error_count",
             "metadata_apply_error_count",
+            "ignored_static_voters",  # KIP-853 (4.0)
         )
     }
 )
@@ -88,6 +117,10 @@ _CANONICAL.update(
             "election_latency_max",
             "append_records_rate",
             "fetch_records_rate",
+            # KIP-853 (3.9+/4.0): voters on every node; observers and the uncommitted voter change on the leader only
+            "number_of_voters",
+            "number_of_observers",
+            "uncommitted_voter_change",
         )
     }
 )
@@ -258,11 +291,16 @@ def _partition(value: str | None) -> int | None:
     return int(value) if value is not None and INTEGER.match(value.strip()) else None
 
 
-def _result(metric: str, labels: dict[str, str], source_name: str, state: str | None = None) -> dict:
+def _result(
+    metric: str, labels: dict[str, str], source_name: str, state: str | None = None, canonical: bool = True
+) -> dict:
+    """`broker_id` is the `broker` label (key property) of a canonical per-broker controller metric (KIP-1131's
+    BrokerRegistrationState, TimeSinceLastHeartbeatReceivedMs); other series keep their label values in their name."""
     return {
         "metric": metric,
         "topic": labels.get("topic"),
         "partition": _partition(labels.get("partition")),
+        "broker_id": _partition(labels.get("broker")) if canonical else None,
         "source_name": source_name,
         "state": state,
     }
@@ -277,7 +315,7 @@ def _own_name(base: str, labels: dict[str, str]) -> str:
 
 
 def canonical_metric(name: str, labels: dict[str, str]) -> dict | None:
-    """Map one Prometheus sample to `{metric, topic, partition, source_name, state}`.
+    """Map one Prometheus sample to `{metric, topic, partition, broker_id, source_name, state}`.
 
     `metric` is the contract's canonical name when the series is one of the known Kafka MBean values, whatever
     the exporter naming: Strimzi rules (`kafka_controller_kafkacontroller_lastappliedrecordoffset`), the
@@ -286,7 +324,8 @@ def canonical_metric(name: str, labels: dict[str, str]) -> dict | None:
     A trailing `_total` is stripped only when what remains is a known metric (jmx_exporter 1.x appends it to
     anything typed COUNTER); other `*_total` series keep it, as their own name.
     Any other series gets its own sanitized name plus its non-topic/partition label values (see `_own_name`).
-    `topic`/`partition` (int, None if not an integer) come from the labels of any series. `state` is the
+    `topic`/`partition` (int, None if not an integer) come from the labels of any series; `broker_id` from the
+    `broker` label of a canonical series (KIP-1131's per-broker gauges). `state` is the
     raft state (`leader`, `follower`, ...) of `raft_current_state` (Strimzi's `current_state` label), else None.
     `source_name` is the series as written: name plus labels in their order, values re-escaped.
     Returns None only for an empty name.
@@ -299,6 +338,8 @@ def canonical_metric(name: str, labels: dict[str, str]) -> dict | None:
     candidates = [_compact(name)]
     if lowered.endswith("_value") and "name" in labels:
         candidates.append(_compact(name[: -len("_value")]) + _compact(labels["name"]))
+    if lowered.endswith("_count") and "name" in labels:  # a yammer meter's Count under the default names
+        candidates.append(_compact(name[: -len("_count")]) + _compact(labels["name"]) + "count")
     candidates += [key[: -len("total")] for key in candidates if lowered.endswith("_total")]
     for key in candidates:
         metric = _CANONICAL.get(key)
@@ -306,7 +347,7 @@ def canonical_metric(name: str, labels: dict[str, str]) -> dict | None:
             return _result(metric, labels, source_name, labels.get("current_state", labels.get("state")))
         if metric is not None:
             return _result(metric, labels, source_name)
-    return _result(_own_name(name, labels), labels, source_name)
+    return _result(_own_name(name, labels), labels, source_name, canonical=False)
 
 
 def _object_name(mbean: str) -> tuple[str, dict[str, str]]:
@@ -339,7 +380,7 @@ def _object_name(mbean: str) -> tuple[str, dict[str, str]]:
 
 def canonical_from_mbean(mbean: str, attribute: str) -> dict | None:
     """Map a Jolokia-style read (`mbean` a JMX ObjectName, `attribute` e.g. `Value` or `current-leader`) to
-    `{metric, topic, partition, source_name, state}`, with the same canonical names as `canonical_metric`.
+    `{metric, topic, partition, broker_id, source_name, state}`, with the same canonical names as `canonical_metric`.
 
     Unknown MBeans get the sanitized `<domain>_<type>_<name>_<attribute>` followed by the values of any other
     key properties except topic/partition (sorted by key), e.g.
@@ -359,7 +400,7 @@ def canonical_from_mbean(mbean: str, attribute: str) -> dict | None:
         return _result(metric, props, source_name)
     parts = [part for part in (domain, props.get("type"), props.get("name"), attribute) if part]
     parts += [props[k] for k in sorted(props) if k not in ("type", "name", "topic", "partition")]
-    return _result(sanitize("_".join(parts)), props, source_name)
+    return _result(sanitize("_".join(parts)), props, source_name, canonical=False)
 
 
 def node_role(metrics: Iterable[str]) -> str | None:

@@ -29,7 +29,8 @@ _REPLICA = (
 RESPONSE_SCHEMA = (
     "response STRUCT<errorCode: INT, errorMessage: STRING, topics: ARRAY<STRUCT<topicName: STRING, "
     "partitions: ARRAY<STRUCT<partitionIndex: INT, errorCode: INT, errorMessage: STRING, leaderId: INT, "
-    f"leaderEpoch: INT, highWatermark: BIGINT, currentVoters: ARRAY<{_REPLICA}>, observers: ARRAY<{_REPLICA}>>>>>>"
+    f"leaderEpoch: INT, highWatermark: BIGINT, currentVoters: ARRAY<{_REPLICA}>, observers: ARRAY<{_REPLICA}>>>>>, "
+    "nodes: ARRAY<STRUCT<nodeId: INT, listeners: ARRAY<STRUCT<name: STRING, host: STRING, port: INT>>>>>"
 )
 
 # The same response with every number read as its JSON text: a number the typed schema cannot hold (beyond INT or
@@ -184,6 +185,7 @@ def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
                 "replica_directory_id"
             ),
             _role(F.col("_rep.replicaId"), F.col("_p.leaderId"), F.col("is_voter")).alias("role"),
+            _endpoints(F.col("_r.nodes"), F.col("_rep.replicaId")).alias("endpoints"),
             F.col("_rep.logEndOffset").alias("_leo"),
             F.col("_leader.logEndOffset").alias("_leader_leo"),
             F.col("_rep.lastFetchTimestamp").alias("_fetch_ms"),
@@ -271,6 +273,17 @@ def _known(value: Column) -> Column:
     return F.when(value != -1, value)
 
 
+def _endpoints(nodes: Column, replica_id: Column) -> Column:
+    """The replica's listener endpoints as `NAME://host:port` from a v2 response's `nodes` (voters only have them);
+    NULL when the response lists none for it."""
+    node = F.get(F.filter(nodes, lambda n: n["nodeId"] == replica_id), 0)
+    listeners = F.transform(
+        node["listeners"],
+        lambda ln: F.concat(ln["name"], F.lit("://"), ln["host"], F.lit(":"), ln["port"].cast("string")),
+    )
+    return F.when(F.size(listeners) > 0, listeners)
+
+
 def _role(replica_id: Column, leader_id: Column, is_voter: Column) -> Column:
     return F.when(is_voter & (replica_id == leader_id), "leader").when(is_voter, "follower").otherwise("observer")
 
@@ -305,6 +318,7 @@ _CLI_REPLICA = T.StructType(
         T.StructField("is_voter", T.BooleanType()),
         T.StructField("position", T.IntegerType()),
         T.StructField("replica_directory_id", T.StringType()),
+        T.StructField("endpoints", T.ArrayType(T.StringType())),
         T.StructField("log_end_offset", T.LongType()),
         T.StructField("last_fetch_ms", T.LongType()),
         T.StructField("last_caught_up_ms", T.LongType()),
@@ -349,6 +363,8 @@ def cli_snapshot(replication: str | None, status: str | None, collected_at_ms: i
     observer_order = (
         [o["id"] for o in st["observers"]] if st else [r["replica_id"] for r in rows if r["status"] == "Observer"]
     )
+    # --status (3.9+) prints each voter's endpoints; --replication never does
+    endpoints = {v["id"]: v["endpoints"] for v in st["voters"] if v["endpoints"]} if st else {}
     replicas = []
     for r in rows or []:
         is_voter = r["status"] != "Observer"
@@ -360,6 +376,7 @@ def cli_snapshot(replication: str | None, status: str | None, collected_at_ms: i
                 "is_voter": is_voter,
                 "position": position,
                 "replica_directory_id": r["replica_directory_id"],
+                "endpoints": endpoints.get(r["replica_id"]) if is_voter else None,
                 "log_end_offset": r["log_end_offset"],
                 "last_fetch_ms": r["last_fetch_ms"],
                 "last_caught_up_ms": r["last_caught_up_ms"],
@@ -463,6 +480,7 @@ def _from_cli(parsed: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.col("_rep.is_voter").alias("is_voter"),
         F.col("_rep.position").alias("position"),
         F.col("_rep.replica_directory_id").alias("replica_directory_id"),
+        F.col("_rep.endpoints").alias("endpoints"),
         F.when(F.col("_rep.is_leader"), "leader")
         .when(F.col("_rep.is_voter"), "follower")
         .otherwise("observer")

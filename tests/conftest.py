@@ -151,6 +151,7 @@ SLOWEST_FIRST = (
     "tests/e2e/test_connect.py",  # ~50 s
     "tests/e2e/test_recovery.py",  # ~170 s
     "tests/e2e/test_slo_e2e.py",  # ~150 s (35 simulated days, three runs)
+    "tests/e2e/test_demo_live.py",  # ~95 s (the demo command)
     "tests/e2e/test_hostile.py",  # ~60 s
     "tests/unit/test_storage.py",  # ~80 s
     "tests/e2e/test_gold_e2e.py",  # ~55 s

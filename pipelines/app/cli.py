@@ -90,6 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--out", metavar="PATH", required=True, help="landing zone root to write")
     _add_fleet(gen)
     gen.add_argument(
+        "--end",
+        type=_end_time,
+        metavar="TIME",
+        help="simulate the time that ends here: epoch milliseconds or ISO-8601 (UTC unless it names an offset), e.g. "
+        "2026-01-31T12:00:00Z (default: a fixed time in 2024, so the same seed gives the same files)",
+    )
+    gen.add_argument(
         "--plan",
         metavar="FILE",
         help="outages at chosen times: a JSON list of {cluster, kind, start_ms, end_ms, nodes?} (kinds voter-cut-off, "
@@ -104,6 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--root", metavar="PATH", default="./lakehouse", help="demo lakehouse folder (default: ./lakehouse)"
+    )
+    demo.add_argument("--seed", type=int, default=42, help="random seed (default: 42); same seed and end, same files")
+    demo.add_argument(
+        "--end",
+        type=_end_time,
+        metavar="TIME",
+        help="the simulated hour ends here: epoch milliseconds or ISO-8601 (default: now, to the minute)",
     )
 
     report = commands.add_parser(
@@ -217,6 +231,21 @@ def _add_fleet(p: argparse.ArgumentParser, hours: float = 1.0, clusters: int = 2
         help="fault scenario, repeatable, assigned to clusters round-robin: " + ", ".join(SCENARIOS),
     )
     p.add_argument("--seed", type=int, default=42, help="random seed (default: 42); same seed, same files")
+
+
+def _end_time(text: str) -> int:
+    """Epoch milliseconds from epoch milliseconds or an ISO-8601 time (UTC when it names no offset)."""
+    from datetime import datetime, timezone
+
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        at = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not epoch milliseconds or an ISO-8601 time: {text!r}") from None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
+    return int(at.timestamp() * 1000)
 
 
 def _port(text: str) -> int:

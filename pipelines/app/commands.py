@@ -10,11 +10,12 @@ config file, then the flags).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from quorumlake.contract.tables import LAYERS
@@ -201,7 +202,7 @@ def _fleet_spec(args: argparse.Namespace):
     from quorumlake.simulator import FleetSpec, load_plan
 
     plan = getattr(args, "plan", None)
-    return FleetSpec(
+    spec = FleetSpec(
         clusters=args.clusters,
         brokers=args.brokers,
         controllers=args.controllers,
@@ -213,6 +214,8 @@ def _fleet_spec(args: argparse.Namespace):
         seed=args.seed,
         plan=load_plan(plan) if plan else (),
     )
+    end = getattr(args, "end", None)
+    return spec if end is None else spec.ending_at(end)
 
 
 def generate_landing(out: Path, spec):
@@ -233,26 +236,49 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from quorumlake.simulator.demo import DEMO_FLEET
-
     root = Path(args.root)
-    scenarios = DEMO_FLEET.scenarios
-    progress(f"demo: simulating {len(scenarios)} clusters ({', '.join(scenarios)}) into {root / 'landing'}")
-    generate_landing(root / "landing", DEMO_FLEET)
+    fleet = demo_fleet(args.seed, args.end, now_ms())
+    scenarios = fleet.scenarios
+    end = datetime.fromtimestamp(fleet.start_ms / 1000 + fleet.steps * fleet.interval_s, tz=timezone.utc)
+    progress(
+        f"demo: simulating {len(scenarios)} clusters ({', '.join(scenarios)}) for the hour ending "
+        f"{end:%Y-%m-%d %H:%M} UTC into {root / 'landing'}"
+    )
+    generate_landing(root / "landing", fleet)
     config = demo_config(root)
     run(config)
     print("\nFleet overview (gold.v_fleet_overview):")
     query = (
-        "SELECT cluster_id, status, leader_id, max_follower_lag AS lag, max_follower_lag_time_ms AS lag_ms, "
+        "SELECT cluster_id, status, leader_id, max_follower_lag AS lag, "
+        "CASE WHEN max_follower_lag_time_ms < 0 THEN 'n/a' ELSE CAST(max_follower_lag_time_ms AS STRING) END "
+        "AS lag_ms, "
         "voters, voters_within_slo AS in_slo, at_min_isr, under_min_isr, offline, "
-        "worst_divergence_records AS divergence FROM gold.v_fleet_overview ORDER BY cluster_id"
+        "worst_divergence_records AS divergence, open_incidents, latest_incident_at "
+        "FROM gold.v_fleet_overview ORDER BY cluster_id"
     )
     sql(config, query, "table", 1000)
+    print("\nIncidents (gold.incidents):")
+    incidents = (
+        "SELECT cluster_id, incident_id, severity, `trigger`, trigger_node_id AS node, "
+        "round(duration_ms / 60000, 1) AS minutes, summary FROM gold.incidents ORDER BY cluster_id, started_at"
+    )
+    sql(config, incidents, "table", 1000)
     report = write_report(open_lakehouse(config, register=False), root / "report.html")
     print(f"\nReport: {report.resolve()}")
     example = '"SELECT * FROM gold.quorum_health LIMIT 10"'
     print(f"Query it: .venv/bin/quorumlake sql {example} --warehouse {root / 'warehouse'}")
     return 0
+
+
+def demo_fleet(seed: int, end_ms: int | None, now: datetime):
+    """The demo fleet with this seed over the hour ending at `end_ms`, or else at `now` floored to the snapshot
+    interval (so a rerun within the same minute writes the same files)."""
+    from quorumlake.simulator.demo import DEMO_FLEET
+
+    if end_ms is None:
+        interval_ms = DEMO_FLEET.interval_s * 1000
+        end_ms = int(now.timestamp() * 1000) // interval_ms * interval_ms
+    return dataclasses.replace(DEMO_FLEET, seed=seed).ending_at(end_ms)
 
 
 def demo_config(root: Path) -> Config:

@@ -13,6 +13,9 @@ re-opens exactly the windows and episodes it touches.
   partition from the start of the episode the earliest change falls in;
 - node metrics -> gold.metadata_offset_divergence for the scrapes within the pairing tolerance of the changes, and
   gold.controller_health for the node windows the changes fall in;
+- replica states -> gold.quorum_membership and its events, quorum snapshots -> the leader_elected events of
+  gold.quorum_events, and any change -> gold.incidents and gold.incident_events (`incidents_job`: membership before
+  the replica lag SLI, which marks removed voters from it; incidents after them, from the other gold tables);
 - then all of them -> gold.slo_burn, gold.slo_budget and gold.cluster_cohorts for the windows and days they touch
   (`slo_job`).
 """
@@ -27,6 +30,7 @@ from pyspark.sql import functions as F
 
 from quorumlake.contract.tables import (
     GOLD_AT_MIN_ISR_EPISODES,
+    GOLD_BROKER_REGISTRATIONS,
     GOLD_CLUSTER_COHORTS,
     GOLD_CONTROLLER_HEALTH,
     GOLD_DIM_CLUSTER,
@@ -37,6 +41,7 @@ from quorumlake.contract.tables import (
     GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_QUORUM_HEALTH,
+    GOLD_QUORUM_MEMBERSHIP,
     GOLD_QUORUM_STATUS,
     GOLD_REPLICA_LAG_SLI,
     GOLD_TABLES,
@@ -45,6 +50,7 @@ from quorumlake.contract.tables import (
     SILVER_QUORUM_SNAPSHOTS,
     SILVER_REPLICA_STATES,
 )
+from quorumlake.gold import brokers
 from quorumlake.gold.controller import build_controller_health
 from quorumlake.gold.dims import build_dim_cluster, build_dim_date, build_dim_node
 from quorumlake.gold.divergence import build_metadata_offset_divergence, divergence_scope
@@ -56,6 +62,7 @@ from quorumlake.gold.isr import (
     episode_scope,
 )
 from quorumlake.gold.keys import constraint_statements
+from quorumlake.gold.membership import mark_removed_voters
 from quorumlake.gold.metric_views import metric_view_statements
 from quorumlake.gold.quorum import (
     build_quorum_health,
@@ -68,6 +75,7 @@ from quorumlake.gold.replicas import build_replica_lag_sli
 from quorumlake.gold.views import view_statements
 from quorumlake.pipelines.config import Config
 from quorumlake.pipelines.engine.session import cached, release
+from quorumlake.pipelines.jobs import incidents_job
 from quorumlake.pipelines.jobs.faults import reached
 from quorumlake.pipelines.jobs.slo_job import slo_step
 from quorumlake.pipelines.progress import Progress
@@ -183,7 +191,10 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
         if snapshots is not None or replicas is not None:
             keys = [b.select("cluster_id", "collected_at") for b in (snapshots, replicas) if b is not None]
             steps.append(("quorum status and health", lambda: _quorum(lakehouse, _union(keys).distinct())))
+        if snapshots is not None:
+            steps.append(("leader elections", lambda: incidents_job.leader_events(lakehouse, _keys(snapshots, *KEY))))
         if replicas is not None:
+            steps.append(("quorum membership", lambda: incidents_job.membership(lakehouse, _keys(replicas, *KEY))))
             steps.append(("replica lag SLI", lambda: _replicas(lakehouse, replicas)))
         if SILVER_PARTITION_STATES.name in changed:
             steps.append(
@@ -193,6 +204,9 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             metrics = changed[SILVER_NODE_METRICS.name]
             steps.append(("metadata offset divergence", lambda: _divergence(lakehouse, metrics)))
             steps.append(("controller health", lambda: _controller_health(lakehouse, metrics)))
+            steps.append(("broker registrations", lambda: _broker_registrations(lakehouse, metrics)))
+        # after the steps whose gold rows it reads
+        steps.append(("incidents", lambda: incidents_job.incidents(lakehouse, changed)))
         # last: it counts the SLOs' events in the gold rows the steps above wrote
         quorum_keys = _union(keys).distinct() if snapshots is not None or replicas is not None else None
         steps.append(
@@ -222,6 +236,9 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
     return written
 
 
+KEY = ("cluster_id", "collected_at")
+
+
 def _union(frames: list[DataFrame]) -> DataFrame:
     out = frames[0]
     for f in frames[1:]:
@@ -243,6 +260,7 @@ def gold_view_statements(config: Config, name_of: Callable[[str], str]) -> list[
         "metadata_lag_warn_ms": config.metadata_lag_warn_ms,
         "stale_after_minutes": config.stale_after_minutes,
         "window_minutes": config.window_minutes,
+        "min_isr_rule": config.min_isr_rule,
     }
     statements = view_statements(name_of, settings)
     if config.catalog:
@@ -289,6 +307,8 @@ def _quorum(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
         slo_ms=config.quorum_lag_time_slo_ms,
         window_minutes=config.window_minutes,
         stall_ms=config.high_watermark_stall_ms,
+        fetch_timeout_ms=config.quorum_fetch_timeout_ms,
+        offset_lag_slo=config.quorum_offset_lag_slo,
     )
     # voters_within_slo uses the replica SLO; the quorum snapshot SLO is on MaxFollowerLagTimeMs
     if config.replica_caught_up_slo_ms != config.quorum_lag_time_slo_ms:
@@ -360,6 +380,9 @@ def _replicas(lakehouse: Lakehouse, batch: DataFrame) -> None:
         .join(windows, ["cluster_id", "window_start"], "left_semi")
         .drop("window_start")
     )
+    # observer rows of a removed voter that Kafka still lists are marked from the membership ledger
+    stretches = lakehouse.read(GOLD_QUORUM_MEMBERSHIP).where(Bounds("valid_from", clusters=bounds.clusters).sql())
+    rows = mark_removed_voters(rows, stretches)
     sli = build_replica_lag_sli(rows, slo_ms=config.replica_caught_up_slo_ms, window_minutes=config.window_minutes)
     lakehouse.replace_groups(GOLD_REPLICA_LAG_SLI, sli, windows, bounds)
     release(windows)
@@ -389,7 +412,7 @@ def _isr(lakehouse: Lakehouse, batch: DataFrame) -> None:
         states.where(since.sql()).join(starts, key).where(F.col("collected_at") >= F.col("from_at")).drop("from_at")
     )
     earlier = earlier_starts(episodes, starts, config.flap_window_minutes)
-    built = build_at_min_isr_episodes(history, earlier, config.flap_window_minutes)
+    built = build_at_min_isr_episodes(history, earlier, config.flap_window_minutes, config.min_isr_rule)
 
     def match(target: DataFrame, scope: DataFrame):
         return (
@@ -435,22 +458,59 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
 def _controller_health(lakehouse: Lakehouse, batch: DataFrame) -> None:
     """Recompute gold.controller_health for every node window a change of silver.node_metrics falls in."""
     minutes = lakehouse.config.window_minutes
+    width = F.make_dt_interval(F.lit(0), F.lit(0), F.lit(minutes))
+    width_us = minutes * 60_000_000
     key = ["cluster_id", "node_id", "window_start"]
+    touched = batch.select(
+        "cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start")
+    ).distinct()
+    # a counter's increase reaches back to the node's scrape in the window before: a change also changes the next
+    # window's row, and each window's row is built with the window before it read too
     windows = (
-        batch.select("cluster_id", "node_id", window_start(F.col("scraped_at"), minutes).alias("window_start"))
+        touched.unionByName(touched.withColumn("window_start", F.col("window_start") + width))
         .distinct()
         .transform(cached)
     )
     bounds = Bounds.of(windows, "window_start")
+    read = windows.unionByName(windows.withColumn("window_start", F.col("window_start") - width)).distinct()
     rows = (
         lakehouse.read(SILVER_NODE_METRICS)
-        .where(bounds.on("scraped_at").widened(after_us=minutes * 60_000_000).sql())
+        .where(bounds.on("scraped_at").widened(before_us=width_us, after_us=width_us).sql())
         .withColumn("window_start", window_start(F.col("scraped_at"), minutes))
-        .join(windows, key, "left_semi")
+        .join(read, key, "left_semi")
         .drop("window_start")
     )
-    lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, build_controller_health(rows, minutes), windows, bounds)
+    health = build_controller_health(rows, minutes).join(windows, key, "left_semi")
+    lakehouse.replace_groups(GOLD_CONTROLLER_HEALTH, health, windows, bounds)
     release(windows)
+
+
+def _broker_registrations(lakehouse: Lakehouse, batch: DataFrame) -> None:
+    """Recompute gold.broker_registrations of each cluster from the window of its earliest changed registration
+    scrape on (a fenced stretch runs on across windows), seeded with each broker's row before that window."""
+    minutes = lakehouse.config.window_minutes
+    changed = batch.where(F.col("metric").isin(*brokers.METRICS))
+    starts = (
+        changed.groupBy("cluster_id").agg(window_start(F.min("scraped_at"), minutes).alias("from_at")).transform(cached)
+    )
+    since = Bounds.of(starts, "from_at")
+    if since is None:
+        release(starts)
+        return
+    metrics = (
+        lakehouse.read(SILVER_NODE_METRICS)
+        .where(since.since("scraped_at").sql())
+        .where(F.col("metric").isin(*brokers.METRICS))
+        .join(starts, "cluster_id")
+        .where(F.col("scraped_at") >= F.col("from_at"))
+        .drop("from_at")
+    )
+    lookback = Bounds("window_start", since.lo_us - brokers.SEED_LOOKBACK_US, None, since.clusters)
+    seed = brokers.seed_before(lakehouse.read(GOLD_BROKER_REGISTRATIONS).where(lookback.sql()), starts)
+    rows = brokers.build_broker_registrations(metrics, seed, minutes)
+    window_bounds = since.since("window_start")
+    lakehouse.replace_scope(GOLD_BROKER_REGISTRATIONS, rows, starts, _from_time("window_start"), window_bounds)
+    release(starts)
 
 
 # --- bookkeeping -----------------------------------------------------------------------------------------------------

@@ -192,6 +192,12 @@ SILVER_REPLICA_STATES = TableSpec(
         ("is_voter", "BOOLEAN", "True for voters (currentVoters), false for observers"),
         ("position", "INT", "0-based position in the response's voter or observer list (tie rule of MaxFollowerLag)"),
         ("replica_directory_id", "STRING", "Directory id (v2+); NULL if absent or all-zero"),
+        (
+            "endpoints",
+            "ARRAY<STRING>",
+            "Voter's listener endpoints as NAME://host:port (DescribeQuorum v2 nodes, --status CurrentVoters); "
+            "NULL when unknown, and for observers",
+        ),
         ("role", "STRING", "leader, follower or observer"),
         ("log_end_offset", "BIGINT", "Replica's log end offset as the leader knows it; NULL if unknown (-1)"),
         ("last_fetch_at", _TS, "Leader-clock time of the replica's last fetch; NULL if unknown"),
@@ -250,6 +256,11 @@ SILVER_NODE_METRICS = TableSpec(
         ("metric", "STRING", "Canonical metric name (contract), or the series' own sanitized name"),
         ("topic", "STRING", "Topic, for per-partition metrics"),
         ("partition", "INT", "Partition, for per-partition metrics"),
+        (
+            "broker_id",
+            "INT",
+            "Broker a per-broker controller metric is about (the broker label of KIP-1131 gauges); NULL otherwise",
+        ),
         ("value", "DOUBLE", "Sample value (NaN and infinities kept)"),
         ("node_role", "STRING", "controller, broker or combined, from the metrics the node exposes"),
         ("source_name", "STRING", "The Prometheus series or MBean/attribute the sample came from"),
@@ -259,7 +270,7 @@ SILVER_NODE_METRICS = TableSpec(
         ("source_file", "STRING", "Landing file the row came from"),
         ("ingested_at", _TS, "When the source record was ingested into bronze"),
     ),
-    ("cluster_id", "node_id", "scraped_at", "metric", "topic", "partition"),
+    ("cluster_id", "node_id", "scraped_at", "metric", "topic", "partition", "broker_id"),
     "One row per metric sample",
     properties=_CDF,
     clustering=("cluster_id", "scraped_at", "metric"),
@@ -323,10 +334,27 @@ GOLD_QUORUM_STATUS = TableSpec(
         ("voters", "INT", "Number of voters"),
         ("voters_within_slo", "INT", "Voters whose caught-up lag is known and within the SLO (leader included)"),
         ("observers", "INT", "Number of observers"),
-        ("is_good", "BOOLEAN", "Has a leader and MaxFollowerLagTimeMs between 0 and the SLO"),
+        (
+            "is_good",
+            "BOOLEAN",
+            "Has a leader and MaxFollowerLagTimeMs between 0 and the SLO; false for an error response, no leader or a "
+            "lag over the SLO; NULL (unknown, not bad) when the lag time is unknown (-1) and no offset-lag SLO is set",
+        ),
         ("leader_change", "INT", "1 when the leader epoch rose since the previous snapshot (both known), else 0"),
         ("hw_last_increase_at", _TS, "When the high watermark last increased (looking back across windows)"),
         ("hw_stalled", "BOOLEAN", "High watermark known and not increased for longer than the stall threshold"),
+        (
+            "voters_lag_unknown",
+            "INT",
+            "Voters whose caught-up lag is unknown (DescribeQuorum v0, not yet heard from, or a --status capture "
+            "alone)",
+        ),
+        (
+            "voters_not_fetching",
+            "INT",
+            "Followers (voters) whose last fetch is older than quorum_fetch_timeout_ms; NULL when no follower's "
+            "fetch time is known",
+        ),
     ),
     ("cluster_id", "collected_at"),
     "Per quorum snapshot: leader, MaxFollowerLag/TimeMs as the CLI computes them, voters within the SLO",
@@ -351,7 +379,12 @@ GOLD_QUORUM_HEALTH = TableSpec(
         ("max_follower_lag", "BIGINT", "Largest MaxFollowerLag in the window (records)"),
         ("max_follower_lag_time_ms", "BIGINT", "Largest known MaxFollowerLagTimeMs in the window (-1 ignored)"),
         ("good_snapshots", "BIGINT", "Snapshots with a leader and MaxFollowerLagTimeMs within the SLO"),
-        ("sli", "DOUBLE", "good_snapshots / snapshots"),
+        (
+            "sli",
+            "DOUBLE",
+            "good_snapshots / (snapshots - unknown_snapshots): over the judged snapshots; NULL when none is",
+        ),
+        ("unknown_snapshots", "BIGINT", "Snapshots neither good nor bad: their lag time is unknown (is_good NULL)"),
     ),
     ("cluster_id", "window_start"),
     "Quorum health SLI per cluster per window",
@@ -373,7 +406,19 @@ GOLD_REPLICA_LAG_SLI = TableSpec(
         ("max_caught_up_lag_ms", "BIGINT", "Largest known caught-up lag (ms)"),
         ("max_fetch_age_ms", "BIGINT", "Largest known time since the last fetch (ms)"),
         ("good_snapshots", "BIGINT", "Snapshots with a known caught-up lag within the SLO"),
-        ("sli", "DOUBLE", "good_snapshots / snapshots"),
+        (
+            "sli",
+            "DOUBLE",
+            "good_snapshots / (snapshots - unknown_snapshots): over the snapshots with a known caught-up lag; NULL "
+            "when none has one",
+        ),
+        ("unknown_snapshots", "BIGINT", "Snapshots whose caught-up lag is unknown (neither good nor bad)"),
+        (
+            "is_removed_voter",
+            "BOOLEAN",
+            "An observer row of a voter that was removed from the quorum (still listed as an observer): a "
+            "decommissioned voter, not a failing observer",
+        ),
     ),
     ("cluster_id", "replica_id", "is_voter", "window_start"),
     "Replica lag SLI per replica per window",
@@ -385,6 +430,23 @@ _ISR_COUNTS = (
     ("under_min_isr", "INT", "Partitions offline or with fewer in-sync replicas than min ISR"),
     ("at_min_isr", "INT", "Partitions whose ISR size equals min ISR (KIP-427 AtMinIsr)"),
     ("under_replicated", "INT", "Partitions whose ISR is smaller than the replication factor"),
+    (
+        "under_min_isr_effective",
+        "INT",
+        "Partitions offline or with fewer in-sync replicas than min(min.insync.replicas, replica count), the "
+        "effective min ISR brokers judge acks=all writes by (KIP-966)",
+    ),
+    (
+        "at_min_isr_effective",
+        "INT",
+        "Partitions whose ISR size equals min(min.insync.replicas, replica count) (the brokers' AtMinIsr)",
+    ),
+    (
+        "min_isr_above_replicas",
+        "INT",
+        "Partitions whose min.insync.replicas exceeds their replica count (a misconfiguration: kafka-topics lists "
+        "them under min ISR for ever)",
+    ),
 )
 GOLD_ISR_HEALTH = TableSpec(
     "gold",
@@ -425,6 +487,12 @@ GOLD_AT_MIN_ISR_EPISODES = TableSpec(
         ("escalated", "BOOLEAN", "Reached under-min-ISR or offline inside the episode"),
         ("max_status", "STRING", "Worst status in the episode: at_min_isr, under_min_isr or offline"),
         ("bounces", "INT", "Earlier episodes of this partition that started within the flap window before this one"),
+        (
+            "min_isr_rule",
+            "STRING",
+            "The min-ISR rule the episode follows: effective (min(min.insync.replicas, replica count), as brokers "
+            "judge it) or kafka_topics (the raw min.insync.replicas, as kafka-topics lists it)",
+        ),
     ),
     ("cluster_id", "topic", "partition", "started_at"),
     "AtMinIsr episodes per partition (KIP-427)",
@@ -467,8 +535,9 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
         (
             "raft_state",
             "STRING",
-            "Raft state at the last scrape that has it: leader, candidate, voted, follower, unattached, observer "
-            "(Strimzi names only; the exporter's default names drop this String attribute)",
+            "Raft state at the last scrape that has it: Kafka 3.x leader, candidate, voted, follower, unattached, "
+            "observer; 4.x (KIP-996) leader, prospective, prospective-voted, candidate, unattached-voted, follower, "
+            "unattached, observer (Strimzi names only; the exporter's default names drop this String attribute)",
         ),
         ("current_vote", "INT", "Voted-for node at the last scrape (raft current-vote; -1: none)"),
         ("avg_commit_latency_ms", "DOUBLE", "Mean of the scraped raft commit-latency-avg values (ms; NaN ignored)"),
@@ -495,9 +564,195 @@ GOLD_CONTROLLER_HEALTH = TableSpec(
             "Largest TimedOutBrokerHeartbeatCount (counted since the controller started)",
         ),
         ("active_controller_count", "INT", "ActiveControllerCount at the last scrape: 1 on the active controller"),
+        ("number_of_voters", "INT", "Voters in the quorum (raft number-of-voters, KIP-853) at the last scrape"),
+        (
+            "number_of_observers",
+            "INT",
+            "Observers the leader knows (raft number-of-observers; reported by the leader only) at the last scrape",
+        ),
+        (
+            "uncommitted_voter_change",
+            "BOOLEAN",
+            "A voter add or remove not committed yet (raft uncommitted-voter-change; leader only) at the last scrape",
+        ),
+        (
+            "ignored_static_voters",
+            "BOOLEAN",
+            "controller.quorum.voters is set but ignored: the quorum is dynamic (IgnoredStaticVoters, KIP-853)",
+        ),
+        (
+            "avg_idle_ratio",
+            "DOUBLE",
+            "Mean of the controller event thread's AvgIdleRatio (0 always busy, 1 idle; KIP-1190) in the window",
+        ),
+        (
+            "elr_elections",
+            "BIGINT",
+            "Increase of ElectionFromEligibleLeaderReplicasPerSec's count in the window (leaders elected from ELR)",
+        ),
+        ("unclean_elections", "BIGINT", "Increase of UncleanLeaderElectionsPerSec's count in the window"),
+        (
+            "prospective_scrapes",
+            "INT",
+            "Scrapes in the window at which the node was prospective or prospective-voted (KIP-996 pre-vote); "
+            "NULL when no scrape carries the raft state",
+        ),
+        (
+            "candidate_scrapes",
+            "INT",
+            "Scrapes in the window at which the node was a candidate; NULL when no scrape carries the raft state",
+        ),
     ),
     ("cluster_id", "node_id", "window_start"),
     "KRaft controller and raft-client health per node per window (latency, votes, broker fencing, metadata errors)",
+    clustering=("cluster_id", "window_start"),
+)
+
+GOLD_QUORUM_MEMBERSHIP = TableSpec(
+    "gold",
+    "quorum_membership",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("node_id", "INT", "Node (replica) id"),
+        ("role", "STRING", "voter or observer"),
+        ("valid_from", _TS, "Time of the first quorum snapshot of the stretch"),
+        (
+            "valid_to",
+            _TS,
+            "Time of the first quorum snapshot that no longer shows the node in this role with this directory id; "
+            "NULL while current",
+        ),
+        ("directory_id", "STRING", "The node's directory id during the stretch (KIP-853); NULL when unknown"),
+        (
+            "endpoints",
+            "ARRAY<STRING>",
+            "Listener endpoints as NAME://host:port (DescribeQuorum v2 nodes, --status CurrentVoters), the latest "
+            "known in the stretch; NULL when unknown (observers never have them)",
+        ),
+        ("snapshots", "BIGINT", "Quorum snapshots of the stretch"),
+        (
+            "is_removed_voter",
+            "BOOLEAN",
+            "An observer stretch that directly follows a voter stretch of the node: a removed voter Kafka still "
+            "lists as an observer",
+        ),
+        ("last_seen_at", _TS, "Time of the stretch's last snapshot"),
+    ),
+    ("cluster_id", "node_id", "role", "valid_from"),
+    "Quorum membership ledger: one row per stretch of snapshots in which a node held one role with one directory id",
+    clustering=("cluster_id", "valid_from"),
+)
+GOLD_QUORUM_EVENTS = TableSpec(
+    "gold",
+    "quorum_events",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("event_at", _TS, "Time of the first quorum snapshot that shows the change"),
+        (
+            "event",
+            "STRING",
+            "voter_added, voter_removed, observer_joined, observer_left, leader_elected or directory_changed",
+        ),
+        ("node_id", "INT", "The node the event is about (the new leader for leader_elected)"),
+        ("leader_epoch", "INT", "The new leader epoch (leader_elected); else the snapshot's epoch when known"),
+        ("previous_at", _TS, "Time of the snapshot before the change that the event compares with"),
+        ("detail", "STRING", "What changed, in words"),
+    ),
+    ("cluster_id", "event_at", "event", "node_id"),
+    "Quorum membership and leadership events: voters added and removed, observers joining and leaving, elections",
+    clustering=("cluster_id", "event_at"),
+)
+GOLD_INCIDENTS = TableSpec(
+    "gold",
+    "incidents",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("incident_id", "STRING", "Incident id: its start time, yyyyMMddTHHmmss.SSSZ (unique within the cluster)"),
+        ("started_at", _TS, "Time of the incident's first anomaly"),
+        ("ended_at", _TS, "When the last of its anomalies cleared; NULL while open"),
+        (
+            "severity",
+            "STRING",
+            "critical (a partition offline or under min ISR, or the quorum without a leader) or warn",
+        ),
+        (
+            "trigger",
+            "STRING",
+            "Kind of the first anomaly: broker_down, broker_fenced, controller_down, voter_lagging, leader_election, "
+            "hw_stalled, partitions_at_min_isr, partitions_under_min_isr, partitions_offline, metadata_divergence",
+        ),
+        ("trigger_node_id", "INT", "Node of the first anomaly; NULL when it concerns no single node"),
+        ("nodes", "ARRAY<INT>", "Nodes involved in the incident's anomalies (sorted)"),
+        ("max_partitions_at_min_isr", "INT", "Most partitions at min ISR in one partition snapshot of the incident"),
+        ("max_partitions_under_min_isr", "INT", "Most partitions under min ISR in one partition snapshot"),
+        ("max_partitions_offline", "INT", "Most offline partitions in one partition snapshot"),
+        ("summary", "STRING", "One line a person reads: what happened, to whom, for how long"),
+        ("anomalies", "BIGINT", "Anomalies joined into the incident (rows of gold.incident_events)"),
+        ("last_anomaly_at", _TS, "Start of its latest anomaly"),
+        ("duration_ms", "BIGINT", "ended_at - started_at, or while open the cluster's latest observation - started_at"),
+        ("critical_at", _TS, "When the incident became critical (its first critical anomaly); NULL for warn"),
+    ),
+    ("cluster_id", "incident_id"),
+    "Incidents: a cluster's anomalies (quorum, broker, partition, metadata) that overlap or follow each other within "
+    "the grace period, joined into one",
+    clustering=("cluster_id", "started_at"),
+)
+GOLD_INCIDENT_EVENTS = TableSpec(
+    "gold",
+    "incident_events",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("incident_id", "STRING", "The incident (gold.incidents) it joined"),
+        ("event_at", _TS, "First observation of the anomaly"),
+        ("kind", "STRING", "Anomaly kind (as gold.incidents.trigger)"),
+        ("node_id", "INT", "Node concerned; NULL when none"),
+        ("topic", "STRING", "Topic, for a partition anomaly"),
+        ("partition", "INT", "Partition, for a partition anomaly"),
+        ("ended_at", _TS, "First observation without the anomaly; NULL while ongoing; event_at for a single event"),
+        ("observations", "BIGINT", "Observations (snapshots, scrapes) that showed the anomaly"),
+        ("peak", "DOUBLE", "Worst value seen: lag (ms), divergence (records), stall (ms), or 1 for a yes/no kind"),
+        ("detail", "STRING", "What was seen, in words"),
+    ),
+    ("cluster_id", "incident_id", "event_at", "kind", "node_id", "topic", "partition"),
+    "The anomalies joined into each incident, with their start and end, for timelines",
+    clustering=("cluster_id", "event_at"),
+)
+GOLD_BROKER_REGISTRATIONS = TableSpec(
+    "gold",
+    "broker_registrations",
+    (
+        ("cluster_id", "STRING", "Cluster"),
+        ("broker_id", "INT", "Broker"),
+        ("window_start", _TS, "Window start (epoch-aligned tumbling window, by the active controller's scrape time)"),
+        ("window_end", _TS, "Window end (exclusive)"),
+        (
+            "registration_state",
+            "STRING",
+            "active, fenced, controlled_shutdown or unregistered: the active controller's BrokerRegistrationState "
+            "for the broker at its last scrape in the window (KIP-1131)",
+        ),
+        (
+            "registration_state_code",
+            "INT",
+            "BrokerRegistrationState as reported: -1 unregistered, 10 fenced, 20 controlled shutdown, 30 active",
+        ),
+        (
+            "max_heartbeat_age_ms",
+            "BIGINT",
+            "Largest TimeSinceLastHeartbeatReceivedMs the active controller reported for the broker in the window",
+        ),
+        (
+            "fenced_at",
+            _TS,
+            "First scrape of the fenced stretch the broker is in at the window's end (across windows); NULL when "
+            "not fenced",
+        ),
+        ("controller_id", "INT", "The active controller whose scrapes the row is from (its last in the window)"),
+        ("scrapes", "BIGINT", "Active-controller scrapes reporting the broker in the window"),
+        ("last_scraped_at", _TS, "The last of those scrapes"),
+    ),
+    ("cluster_id", "broker_id", "window_start"),
+    "Per broker per window: registration state and heartbeat age as the active controller sees them (KIP-1131)",
     clustering=("cluster_id", "window_start"),
 )
 
@@ -593,6 +848,11 @@ GOLD_TABLES: tuple[TableSpec, ...] = (
     GOLD_AT_MIN_ISR_EPISODES,
     GOLD_METADATA_OFFSET_DIVERGENCE,
     GOLD_CONTROLLER_HEALTH,
+    GOLD_QUORUM_MEMBERSHIP,
+    GOLD_QUORUM_EVENTS,
+    GOLD_INCIDENTS,
+    GOLD_INCIDENT_EVENTS,
+    GOLD_BROKER_REGISTRATIONS,
     GOLD_SLO_BURN,
     GOLD_SLO_BUDGET,
     GOLD_CLUSTER_COHORTS,

@@ -45,11 +45,13 @@ def line_chart(
     x_label: str = "time (UTC)",
     y_max: float | None = None,
     step: bool = False,
+    empty: str = "no data for this chart yet",
 ) -> str:
-    """Lines over time: `series` maps a legend name to (epoch ms, value) points; None values break the line."""
+    """Lines over time: `series` maps a legend name to (epoch ms, value) points; None values break the line.
+    Without any value the chart says `empty`."""
     points = [(x, y) for pts in series.values() for x, y in pts if y is not None]
     if not points:
-        return _empty(title)
+        return _empty(title, empty)
     xs = [x for x, _ in points]
     ys = [y for _, y in points] + [y for y, _ in hlines]
     x0, x1 = min(xs), max(xs)
@@ -207,8 +209,104 @@ def _legend(items: Sequence[tuple[str, str, str]], top: float = TOP) -> str:
     return "".join(out)
 
 
-def _empty(title: str) -> str:
+def _empty(title: str, text: str = "no data for this chart yet") -> str:
     return (
-        f'{_open(title, 80)}<text x="{WIDTH / 2}" y="54" class="tick" text-anchor="middle">'
-        "no data for this chart yet</text></svg>"
+        f'{_open(title, 80)}<text x="{WIDTH / 2}" y="54" class="tick" text-anchor="middle">{escape(text)}</text></svg>'
     )
+
+
+# One colour per anomaly kind in the incident timeline (gold.incident_events.kind).
+KIND_COLOURS = {
+    "broker_down": "#d62728",
+    "controller_down": "#8c564b",
+    "broker_fenced": "#e377c2",
+    "leader_election": "#9467bd",
+    "voter_lagging": "#ff7f0e",
+    "hw_stalled": "#7f7f7f",
+    "metadata_divergence": "#17becf",
+    "partitions_offline": "#000000",
+    "partitions_under_min_isr": "#bcbd22",
+    "partitions_at_min_isr": "#2ca02c",
+}
+
+
+def incident_timeline(
+    title: str,
+    incidents: Sequence[tuple[float, float, str, str]],
+    episodes: Sequence[tuple[str, str, float, float, bool]],
+) -> str:
+    """One cluster's incidents over time: a lane per node (and one for the cluster as a whole, one for its partitions),
+    each incident a shaded band labelled with its id (`incidents`: start ms, end ms, severity, label), each anomaly a
+    bar on its lane coloured by kind (`episodes`: lane, kind, start ms, end ms, ongoing); a single event (an
+    election) is a diamond."""
+    if not incidents:
+        return _empty(title)
+
+    def lane_order(lane: str) -> tuple[int, int, str]:
+        if lane.startswith("node "):
+            return (1, int(lane.split()[1]), lane)
+        return (0 if lane == "cluster" else 2, 0, lane)
+
+    lanes = sorted({e[0] for e in episodes} | {"cluster"}, key=lane_order)
+    lane_h = 20
+    height = TOP + 24 + BOTTOM + lane_h * len(lanes)
+    x0 = min(i[0] for i in incidents)
+    x1 = max(max(i[1] for i in incidents), max((e[3] for e in episodes), default=x0))
+    if x1 <= x0:
+        x1 = x0 + 60_000
+    pad = (x1 - x0) * 0.03
+    x0, x1 = x0 - pad, x1 + pad
+    gutter = 80
+    plot_w = WIDTH - RIGHT - gutter - 10
+    top = TOP + 24
+
+    def sx(x: float) -> float:
+        return gutter + (x - x0) / (x1 - x0) * plot_w
+
+    out = [_open(title, height)]
+    bottom = top + lane_h * len(lanes)
+    for start, end, severity, label in incidents:
+        colour = "#f8d0d0" if severity == "critical" else "#fff1cc"
+        width = max(sx(end) - sx(start), 2)
+        out.append(
+            f'<rect x="{sx(start):.1f}" y="{top - 4}" width="{width:.1f}" height="{bottom - top + 4}" '
+            f'fill="{colour}" stroke="#bbb"><title>{escape(label)}</title></rect>'
+            f'<text x="{sx(start):.1f}" y="{top - 8}" class="tick">{escape(label[:40])}</text>'
+        )
+    for i, lane in enumerate(lanes):
+        y = top + lane_h * i
+        out.append(
+            f'<line x1="{gutter}" x2="{gutter + plot_w}" y1="{y + lane_h / 2}" y2="{y + lane_h / 2}" class="grid"/>'
+            f'<text x="{gutter - 6}" y="{y + 14}" class="tick" text-anchor="end">{escape(lane)}</text>'
+        )
+    for lane, kind, start, end, ongoing in episodes:
+        y = top + lane_h * lanes.index(lane)
+        colour = KIND_COLOURS.get(kind, "#1f77b4")
+        tip = f"<title>{escape(kind)} {escape(lane)}</title>"
+        if end <= start:
+            cx, cy = sx(start), y + lane_h / 2
+            out.append(
+                f'<polygon points="{cx:.1f},{cy - 6:.1f} {cx + 6:.1f},{cy:.1f} {cx:.1f},{cy + 6:.1f} '
+                f'{cx - 6:.1f},{cy:.1f}" fill="{colour}">{tip}</polygon>'
+            )
+            continue
+        outline = 'stroke="#333" stroke-dasharray="3,2"' if ongoing else ""
+        width = max(sx(end) - sx(start), 3)
+        out.append(
+            f'<rect x="{sx(start):.1f}" y="{y + 4}" width="{width:.1f}" height="{lane_h - 8}" fill="{colour}" '
+            f'opacity="0.85" {outline}>{tip}</rect>'
+        )
+    out.append(
+        f'<line x1="{gutter}" x2="{gutter + plot_w}" y1="{bottom}" y2="{bottom}" class="axis"/>'
+        f'<text x="{gutter + plot_w / 2}" y="{height - 8}" class="label" text-anchor="middle">time (UTC)</text>'
+    )
+    for i in range(6):
+        x = x0 + (x1 - x0) * i / 5
+        out.append(
+            f'<text x="{sx(x):.1f}" y="{bottom + 16}" class="tick" text-anchor="middle">'
+            f"{_time_label(x, x1 - x0)}</text>"
+        )
+    kinds = [k for k in KIND_COLOURS if any(e[1] == k for e in episodes)]
+    out.append(_legend([(k.replace("_", " "), KIND_COLOURS[k], "box") for k in kinds], top=TOP))
+    out.append("</svg>")
+    return "".join(out)

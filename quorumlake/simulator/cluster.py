@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from quorumlake.simulator.metadata_log import MetadataLog
 from quorumlake.simulator.timeline import OUTAGE_FENCE_MS, Election, Outage, Timeline
 from quorumlake.simulator.topology import ClusterTopology, Noise, hashmap_order
+from quorumlake.simulator.versions import release_of
 
 NOT_LEADER_OR_FOLLOWER = 6
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
@@ -64,6 +65,8 @@ class ClusterSim:
         self.topo, self.tl = topo, tl
         self.noise = Noise(seed, topo.cluster_id)
         self.log = MetadataLog(self.noise, tl.start_ms, tl.interval_ms, tl.steps, tl.stall)
+        # Kafka 4.0+ elections go through the pre-vote states (KIP-996)
+        self.prevote = int(release_of(topo).split(".")[0]) >= 4
         self.voter_order = hashmap_order(sorted(topo.controllers))
         self.observer_order = hashmap_order(sorted(topo.brokers))
         self.counters = {
@@ -82,6 +85,9 @@ class ClusterSim:
         return self.tl.step_ms(step) + self.noise.int(0, 500, "partitions", step)
 
     def scrape_time(self, node: int, step: int) -> int:
+        fixed = self.tl.scrape_offsets.get(step, {}).get(node)
+        if fixed is not None:
+            return self.tl.step_ms(step) + fixed
         return (
             self.tl.step_ms(step)
             + self.noise.int(100, 1200, "scrape-offset", node)
@@ -250,15 +256,31 @@ class ClusterSim:
         voter = node in self.topo.controllers
         offset = self._own_offset(node, s)
         hw = self.high_watermark(s)
+        # Kafka 4.x (KIP-996): in an election a voter is prospective (pre-vote, no vote granted) first, then the
+        # winner a candidate and the others unattached-voted; Kafka 3.x: candidate and voted throughout
+        pre_vote = (
+            self.prevote
+            and voter
+            and leader == -1
+            and election is not None
+            and s < election.resign_ms + (election.elected_ms - election.resign_ms) // 2
+        )
         if node == leader:
             state = "leader"
         elif leader != -1:
             state = "follower" if voter else "observer"
+        elif pre_vote:
+            state = "prospective"
         elif election is not None and node == election.leader:
             state = "candidate"
+        elif voter:
+            state = "unattached-voted" if self.prevote else "voted"
         else:
-            state = "voted" if voter else "unattached"
-        vote = leader if voter and leader != -1 else (election.leader if voter and election is not None else -1)
+            state = "unattached"
+        if pre_vote:
+            vote = -1
+        else:
+            vote = leader if voter and leader != -1 else (election.leader if voter and election is not None else -1)
         rate = (offset - self._own_offset(node, s - 30_000)) / 30.0
         stalled = self.tl.stall is not None and self.tl.stall.covers(s)
         committing = node == leader and not stalled

@@ -48,11 +48,19 @@ class FleetSpec:
     exporter: str | None = None
     # Outages at chosen times on top of the scenarios (`plan.PlannedOutage`, by cluster index).
     plan: tuple[PlannedOutage, ...] = ()
+    # The scenarios' faults occupy the last third of the run and are still going on at its end (else the middle
+    # third, followed by the recovery).
+    fault_at_end: bool = False
 
     @property
     def steps(self) -> int:
         """Snapshots per cluster."""
         return max(1, int(self.hours * 3600 // self.interval_s))
+
+    def ending_at(self, end_ms: int) -> FleetSpec:
+        """The same fleet, simulated over the time that ends at `end_ms` (epoch ms): its last snapshot is one
+        interval before it. The same spec and end always give the same files."""
+        return dataclasses.replace(self, start_ms=end_ms - self.steps * self.interval_s * 1000)
 
     def validate(self) -> None:
         """Raise ValueError naming the first unusable setting."""
@@ -126,7 +134,7 @@ def generate(out: Path, spec: FleetSpec, progress: Callable[[int, int], None] | 
         if spec.exporter is not None:
             topo = dataclasses.replace(topo, exporter=spec.exporter)
         plan = [o for o in spec.plan if o.cluster == index]
-        tl = build_timeline(topo, spec.seed, spec.start_ms, spec.interval_s, spec.steps, plan)
+        tl = build_timeline(topo, spec.seed, spec.start_ms, spec.interval_s, spec.steps, plan, spec.fault_at_end)
         sim = ClusterSim(topo, tl, spec.seed)
         try:
             for step in range(spec.steps):

@@ -1,7 +1,8 @@
 """What happens to a cluster and when: each scenario becomes a handful of timed events that the cluster model
 (`cluster.py`) reads. The fault occupies the middle third of the run: it starts half an interval before snapshot
 `fault_start_step` = steps // 3 and ends half an interval before snapshot `fault_end_step` = 2 * steps // 3, so every
-snapshot in between sees it and the ones after see the recovery.
+snapshot in between sees it and the ones after see the recovery. With `fault_at_end` it occupies the last third
+instead (from snapshot steps - steps // 3 on) and is still going on at the last snapshot: a fleet that looks live.
 """
 
 from __future__ import annotations
@@ -110,6 +111,8 @@ class Timeline:
     frozen_appliers: list[Window] = field(default_factory=list)  # planned ones (plan.py), beside the scenario's
     flap: Flap | None = None
     quorum_offsets: dict[int, tuple[int, ...]] = field(default_factory=dict)  # step -> fixed collection offsets
+    # step -> controller -> fixed scrape offset (ms after the step): the exporter's scrape that lands mid-election
+    scrape_offsets: dict[int, dict[int, int]] = field(default_factory=dict)
     key_steps: set[int] = field(default_factory=set)
     events: list[str] = field(default_factory=list)  # human-readable, for the summary
 
@@ -134,13 +137,19 @@ class Timeline:
 
 
 def build_timeline(
-    topo: ClusterTopology, seed: int, start_ms: int, interval_s: int, steps: int, plan: Sequence[Any] = ()
+    topo: ClusterTopology,
+    seed: int,
+    start_ms: int,
+    interval_s: int,
+    steps: int,
+    plan: Sequence[Any] = (),
+    fault_at_end: bool = False,
 ) -> Timeline:
     """The cluster's scenario as timed events, and the planned outages of `plan` (`plan.PlannedOutage`s of this
-    cluster) on top of it."""
+    cluster) on top of it; `fault_at_end`: the fault occupies the last third and does not end within the run."""
     noise = Noise(seed, topo.cluster_id, "timeline")
     voters = sorted(topo.controllers)
-    fs, fe = steps // 3, (2 * steps) // 3
+    fs, fe = (steps - steps // 3, steps) if fault_at_end else (steps // 3, (2 * steps) // 3)
     tl = Timeline(
         start_ms=start_ms,
         interval_ms=interval_s * 1000,
@@ -231,6 +240,9 @@ def _leader_election(tl: Timeline, topo: ClusterTopology, followers: list[int]) 
         t = tl.step_ms(km)
         tl.elections.append(Election(t + 150, t + 290, c, tl.initial_epoch + 3, b))
         tl.quorum_offsets[km] = (200, 320)  # the first request lands between the two: NOT_LEADER_OR_FOLLOWER
+        # the controllers' scrapes land in the election too: the winner's early in it (4.x: prospective, 3.x:
+        # candidate), the other voters' late (4.x: unattached-voted, 3.x: voted)
+        tl.scrape_offsets[km] = {v: (185 if v == c else 255) for v in voters}
         tl.key_steps.add(km)
         tl.events.append(f"leader {b} resigns at {t + 150}; {c} leads from {t + 290} (epoch {tl.initial_epoch + 3})")
 

@@ -87,10 +87,10 @@ def first_run(spark, tmp_path_factory) -> tuple[Path, Path, dict[str, tuple[int,
 def test_every_landing_record_lands_once_and_reruns_change_nothing(spark, first_run):
     zone, warehouse, out = first_run
     expected = expected_records(zone)
-    assert expected == {"quorum": 23, "metrics": 12, "partitions": 17}
+    assert expected == {"quorum": 23, "metrics": 14, "partitions": 17}
 
     assert bronze_counts(warehouse) == expected
-    assert out == {"bronze.quorum_raw": (23, 14), "bronze.metrics_raw": (12, 4), "bronze.partitions_raw": (17, 4)}
+    assert out == {"bronze.quorum_raw": (23, 14), "bronze.metrics_raw": (14, 4), "bronze.partitions_raw": (17, 4)}
 
     versions = {
         s: spark.sql(f"DESCRIBE HISTORY delta.`{warehouse}/bronze/{spec.table}`").count()

@@ -17,16 +17,20 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timezone
+from html import escape
 from pathlib import Path
 
 import pytest
 
 from quorumlake.contract.tables import ALL_TABLES
 from quorumlake.pipelines.app import cli
-from quorumlake.pipelines.app.commands import open_lakehouse
+from quorumlake.pipelines.app.commands import _fleet_spec, open_lakehouse
 from quorumlake.pipelines.config import Config
 from quorumlake.pipelines.serving.server import serve
 from quorumlake.pipelines.serving.sql_guard import thrift_auth_settings
+from quorumlake.simulator.timeline import build_timeline
+from quorumlake.simulator.topology import build_topology
 from tests.helpers import accepts_connections, age_table_files, free_port, quorumlake
 
 SCENARIOS = (
@@ -41,14 +45,16 @@ SCENARIOS = (
 )
 
 
+FLEET_ARGS = ["--clusters", str(len(SCENARIOS)), "--hours", "0.5", "--interval-s", "60", "--seed", "7"]
+for _scenario in SCENARIOS:
+    FLEET_ARGS += ["--scenario", _scenario]
+
+
 @pytest.fixture(scope="module")
 def fleet(spark, tmp_path_factory):
     """A small simulated fleet (one cluster per scenario, 30 minutes at 60 s) through every layer."""
     root = tmp_path_factory.mktemp("fleet")
-    args = ["--clusters", str(len(SCENARIOS)), "--hours", "0.5", "--interval-s", "60", "--seed", "7"]
-    for s in SCENARIOS:
-        args += ["--scenario", s]
-    assert cli.main(["generate", "--out", str(root / "landing"), *args]) == 0
+    assert cli.main(["generate", "--out", str(root / "landing"), *FLEET_ARGS]) == 0
     assert cli.main(["run", "--landing", str(root / "landing"), "--warehouse", str(root / "warehouse")]) == 0
     return root
 
@@ -141,7 +147,7 @@ def test_more_scenario_signatures_in_gold(spark, fleet):
     assert cut[0]["age"] > 60_000 and all(r["age"] <= 2000 for r in cut[1:])
 
     # leader election: epoch increases are counted, and right after one a voter with an unknown LEO makes the
-    # CLI's MaxFollowerLagTimeMs -1 (unknown), which is never good
+    # CLI's MaxFollowerLagTimeMs -1 (unknown), which is neither good nor bad
     changes = spark.sql(f"SELECT sum(leader_changes) FROM gold.quorum_health WHERE cluster_id = '{election}'").first()[
         0
     ]
@@ -149,10 +155,16 @@ def test_more_scenario_signatures_in_gold(spark, fleet):
     assert (
         spark.sql(
             f"SELECT count(*) FROM gold.quorum_status WHERE cluster_id = '{election}' "
-            "AND max_follower_lag_time_ms = -1 AND NOT is_good"
+            "AND max_follower_lag_time_ms = -1 AND is_good IS NULL"
         ).first()[0]
         >= 1
     )
+    # the controllers scraped mid-election: the winner a candidate (a Kafka 3.x cluster) in exactly one window
+    electing = spark.sql(
+        f"SELECT window_start, node_id FROM gold.controller_health WHERE cluster_id = '{election}' "
+        "AND candidate_scrapes > 0"
+    ).collect()
+    assert len(electing) == 1
     assert (
         spark.sql(f"SELECT sum(leader_changes) FROM gold.quorum_health WHERE cluster_id = '{healthy}'").first()[0] == 0
     )
@@ -180,6 +192,118 @@ def test_more_scenario_signatures_in_gold(spark, fleet):
     )
 
 
+def _timelines() -> dict[str, tuple[str, object]]:
+    """The simulator's own account of the fleet's faults: cluster id -> (scenario, timeline)."""
+    spec = _fleet_spec(cli.build_parser().parse_args(["generate", "--out", "unused", *FLEET_ARGS]))
+    out = {}
+    for index in range(spec.clusters):
+        scenario = spec.scenarios[index % len(spec.scenarios)]
+        topo = build_topology(spec.seed, index, scenario, spec.brokers, spec.controllers, spec.topics, spec.partitions)
+        out[topo.cluster_id] = (scenario, build_timeline(topo, spec.seed, spec.start_ms, spec.interval_s, spec.steps))
+    return out
+
+
+def test_each_fault_scenario_is_one_incident_in_gold_the_overview_and_the_report(spark, fleet, tmp_path):
+    """Every fault the simulator injects comes out as one incident over its middle third, triggered by the node it
+    broke, with the scenario's nodes, severity and peak partition counts (each leader election of the leader-election
+    scenario, 5 minutes apart, its own: the cluster answers DescribeQuorum v0, without fetch times, so the restarting
+    leader is not seen as down in between); the healthy cluster has none. The fleet overview names each cluster's
+    latest incident, and the report draws and lists every one."""
+    incidents: dict[str, list[dict]] = {}
+    for r in spark.sql("SELECT * FROM gold.incidents ORDER BY started_at").collect():
+        incidents.setdefault(r["cluster_id"], []).append(r.asDict())
+    kinds = {
+        (r["cluster_id"], r["incident_id"]): set(r["kinds"])
+        for r in spark.sql(
+            "SELECT cluster_id, incident_id, collect_set(kind) AS kinds FROM gold.incident_events "
+            "GROUP BY cluster_id, incident_id"
+        ).collect()
+    }
+    isr_peaks = {
+        r["cluster_id"]: (r["at_min"], r["under_min"], r["offline"])
+        for r in spark.sql(
+            "SELECT cluster_id, max(at_min_isr) AS at_min, max(under_min_isr) AS under_min, max(offline) AS offline "
+            "FROM gold.isr_health GROUP BY cluster_id"
+        ).collect()
+    }
+    timelines = _timelines()
+    assert set(timelines) == {r["cluster_id"] for r in spark.sql("SELECT cluster_id FROM gold.quorum_status").collect()}
+    for cid, (scenario, tl) in timelines.items():
+        mine = incidents.get(cid, [])
+        got = [(i["trigger"], i["trigger_node_id"], i["severity"]) for i in mine]
+        if scenario == "healthy":
+            assert mine == []
+            continue
+        if scenario == "leader-election":  # each election, at the first snapshot after it, names the new leader
+            assert got == [("leader_election", e.leader, "warn") for e in tl.elections], mine
+            for incident, election in zip(mine, tl.elections, strict=True):
+                assert 0 < _ms(incident["started_at"]) - election.elected_ms <= tl.interval_ms, incident
+                assert incident["ended_at"] == incident["started_at"], incident
+            continue
+        expected = {
+            "lagging-voter": ("voter_lagging", tl.lagging and tl.lagging.node, "warn"),
+            "network-partition": ("controller_down", tl.unreachable and tl.unreachable[0].node, "warn"),
+            "broker-failure": ("broker_down", tl.outages and tl.outages[0].node, "critical"),
+            "flapping-isr": ("partitions_at_min_isr", None, "warn"),
+            "metadata-divergence": ("metadata_divergence", tl.frozen_applier and tl.frozen_applier.node, "warn"),
+            # the stall shows in the nodes' last-applied lag as soon as in the high watermark: either comes first
+            "quorum-stall": (
+                mine[0]["trigger"] if mine else None,
+                mine[0]["trigger_node_id"] if mine else None,
+                "warn",
+            ),
+        }[scenario]
+        assert got == [expected], (scenario, mine)
+        (incident,) = mine
+        assert tl.fault_start_ms < _ms(incident["started_at"]) <= tl.fault_start_ms + tl.interval_ms, incident
+        # cleared at the first snapshot after the fault (a flapping ISR: at its last flap)
+        assert tl.fault_end_ms - 2 * tl.interval_ms <= _ms(incident["ended_at"]) <= tl.fault_end_ms + tl.interval_ms
+        peaks = (
+            incident["max_partitions_at_min_isr"],
+            incident["max_partitions_under_min_isr"],
+            incident["max_partitions_offline"],
+        )
+        assert peaks == isr_peaks[cid], (scenario, peaks, isr_peaks[cid])  # the cluster's only ISR trouble
+        if scenario == "broker-failure":
+            assert set(incident["nodes"]) == {o.node for o in tl.outages}
+            assert peaks[0] > 0 and peaks[1] > 0 and peaks[2] > 0  # at min ISR, escalated, and RF-2 offline
+            assert "broker_fenced" in kinds[(cid, incident["incident_id"])]
+        if scenario == "flapping-isr":
+            assert peaks == (1, 0, 0) and incident["summary"].startswith("partition orders-0 at min ISR")
+        if scenario == "quorum-stall":
+            assert {"hw_stalled", "metadata_divergence"} <= kinds[(cid, incident["incident_id"])]
+            assert "high watermark stalled up to 9 min" in incident["summary"], incident
+
+    overview = {r["cluster_id"]: r for r in spark.sql("SELECT * FROM gold.v_fleet_overview").collect()}
+    for cid in timelines:
+        mine = incidents.get(cid, [])
+        latest = mine[-1] if mine else None
+        assert (
+            overview[cid]["open_incidents"],
+            overview[cid]["latest_incident_at"],
+            overview[cid]["latest_incident"],
+        ) == (
+            0,
+            latest and latest["started_at"],
+            latest and f"{latest['severity']}: {latest['summary']}",
+        ), cid
+
+    report = tmp_path / "report.html"
+    assert cli.main(["report", "--out", str(report), "--warehouse", str(fleet / "warehouse")]) == 0
+    html = report.read_text()
+    assert "Incidents: what happened, to whom, per cluster" in html
+    for cid, mine in incidents.items():
+        assert f"{cid}: incidents (a lane per node)" in html
+        for incident in mine:
+            assert escape(incident["summary"]) in html, incident
+    (healthy,) = (cid for cid, (scenario, _) in timelines.items() if scenario == "healthy")
+    assert f"{healthy}: incidents" not in html
+
+
+def _ms(at) -> int:
+    return round(at.replace(tzinfo=timezone.utc).timestamp() * 1000)
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -201,6 +325,12 @@ def test_report_renders_in_a_headless_browser(spark, fleet, tmp_path):
     ):
         assert title in html
     assert html.count("<svg") >= 8 and html.count(">legend<") >= 8 and "time (UTC)" in html
+    # the v0 cluster (leader-election) has no fetch timestamps: voters not fetching is unknown, a grey n/a in the
+    # overview, never a failing value; a v2 cluster's is a number
+    v0 = re.search(rf'<tr><td class="l">{_cluster(spark, "leader-election")}</td>.*?</tr>', html).group(0)
+    assert '<td class="na">n/a</td>' in v0
+    v2 = re.search(rf'<tr><td class="l">{_cluster(spark, "healthy")}</td>.*?</tr>', html).group(0)
+    assert '<td class="na">' not in v2
     browser = _chromium()
     if browser is None:
         pytest.skip("Debian's chromium is not installed (scripts/bootstrap.sh installs it when run as root)")
@@ -375,6 +505,11 @@ def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
 
     (critical,) = spark.sql(queries["quorumlake_cluster_critical"]).collect()
     assert critical["critical_clusters"] == sum(r["status"] == "critical" for r in overview)
+    # an unknown lag is named as n/a, never the reason a cluster is critical
+    lag_na = sorted(
+        r["cluster_id"] for r in overview if r["status"] == "critical" and (r["max_follower_lag_time_ms"] or 0) < 0
+    )
+    assert critical["lag_na"] == (", ".join(lag_na) or "none")
 
     # the demo's faults ended in 2024: nothing escalated within the lookback, but every escalation is found with a
     # lookback reaching back to it
@@ -409,7 +544,7 @@ def test_alert_queries_run_on_the_demo_warehouse(spark, fleet, tmp_path):
 
 def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, fleet, tmp_path):
     """The metric views' measures, expanded into plain Spark SQL over their source at two grains: per cluster and
-    day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(snapshots)."""
+    day they equal gold.v_slo_attainment_daily; rolled up over the fleet, sli is sum(good) / sum(judged snapshots)."""
     import yaml
 
     from quorumlake.gold.metric_views import METRIC_VIEWS
@@ -429,14 +564,17 @@ def test_slo_metric_views_re_aggregate_as_sums_on_the_demo_warehouse(spark, flee
     assert len(by_day) == len(daily)
     for r in by_day:
         expected = daily[(r["cluster_id"], r["day"].date())]
-        assert (r["snapshots"], r["good_snapshots"], r["sli"]) == (
+        assert (r["snapshots"], r["good_snapshots"], r["unknown_snapshots"], r["sli"]) == (
             expected["snapshots"],
             expected["good_snapshots"],
+            expected["unknown_snapshots"],
             expected["sli"],
         )
     (fleet_wide,) = query(quorum, [])
-    assert fleet_wide["sli"] == sum(r["good_snapshots"] for r in daily.values()) / sum(
-        r["snapshots"] for r in daily.values()
+    unknown = sum(r["unknown_snapshots"] for r in daily.values())
+    assert unknown > 0  # the v0 cluster's
+    assert fleet_wide["sli"] == sum(r["good_snapshots"] for r in daily.values()) / (
+        sum(r["snapshots"] for r in daily.values()) - unknown
     )
     for view in METRIC_VIEWS:
         assert query(view, ["cluster_id"]) and query(view, [])

@@ -298,6 +298,7 @@ class Node:
     tls_port: int = 0  # brokers: an SSL listener (self-signed certificate for 127.0.0.1)
     process: subprocess.Popen | None = None
     log_offset: int = 0
+    paused: bool = False  # frozen by SIGSTOP: alive, but answers nothing
 
     @property
     def address(self) -> str:
@@ -321,23 +322,38 @@ class Node:
 
     @property
     def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        """Started and answering (a frozen node is not: nothing should be sent to it)."""
+        return self.process is not None and self.process.poll() is None and not self.paused
 
 
 @dataclass
 class KafkaCluster:
-    """Three controllers (ids 1-3) and three brokers (ids 4-6) on 127.0.0.1."""
+    """Three controllers (ids 1-3) and three brokers (ids 4-6) on 127.0.0.1.
+
+    `dynamic`: a dynamic quorum (KIP-853, kraft.version 1): nodes find the quorum through
+    `controller.quorum.bootstrap.servers` and the controllers are formatted with `--initial-controllers` (each with a
+    directory id), so `kafka-metadata-quorum add-controller` / `remove-controller` work. `spare_controllers`: more
+    controller ids, formatted with `--no-initial-controllers` and not started by `start()`: a test starts one (it
+    fetches as an observer) and adds it with `add_controller`."""
 
     workdir: Path
     artifacts: Artifacts
     log: Callable[[str], None] = print
     nodes: dict[int, Node] = field(default_factory=dict)
     cluster_id: str = field(default_factory=random_uuid)
+    dynamic: bool = False
+    spare_controllers: tuple[int, ...] = ()
+    directory_ids: dict[int, str] = field(default_factory=dict)
     _runner: subprocess.Popen | None = None
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        ports = free_ports(18)
+        ports = free_ports(18 + 2 * len(self.spare_controllers))
+        for i, node_id in enumerate(self.spare_controllers):
+            home = self.workdir / f"node-{node_id}"
+            self.nodes[node_id] = Node(node_id, "controller", ports[18 + 2 * i], ports[19 + 2 * i], home, "default")
+        for node_id in (*CONTROLLER_IDS, *self.spare_controllers):
+            self.directory_ids[node_id] = random_uuid()
         for i, node_id in enumerate(CONTROLLER_IDS + BROKER_IDS):
             role = "controller" if node_id in CONTROLLER_IDS else "broker"
             self.nodes[node_id] = Node(
@@ -458,7 +474,52 @@ class KafkaCluster:
         return path
 
     def bootstrap_controllers(self, running_only: bool = True) -> str:
-        return ",".join(n.address for n in self.controllers() if n.running or not running_only)
+        spares = [self.nodes[i] for i in self.spare_controllers]
+        return ",".join(n.address for n in [*self.controllers(), *spares] if n.running or not running_only)
+
+    @property
+    def initial_controllers(self) -> str:
+        """`--initial-controllers` of a dynamic quorum: id@host:port:directory-id of controllers 1-3."""
+        return ",".join(f"{n.node_id}@{n.address}:{self.directory_ids[n.node_id]}" for n in self.controllers())
+
+    def add_controller(self, node_id: int) -> str:
+        """`kafka-metadata-quorum add-controller` for a started spare controller (its own properties as the command
+        config, as the tool requires); returns the tool's output."""
+        node = self.nodes[node_id]
+        out = node.home / "add-controller.out"
+        code = self.tool(
+            out,
+            METADATA_QUORUM,
+            "--bootstrap-controller",
+            self.bootstrap_controllers(),
+            "--command-config",
+            str(node.home / "server.properties"),
+            "add-controller",
+            command_config=False,
+        )
+        text = out.read_text(encoding="utf-8", errors="replace")
+        if code != 0:
+            raise RuntimeError(f"add-controller {node_id} exited {code}: {text[-500:]}")
+        return text
+
+    def remove_controller(self, node_id: int) -> str:
+        """`kafka-metadata-quorum remove-controller` of a voter (by its id and directory id)."""
+        out = self.workdir / f"remove-controller-{node_id}.out"
+        code = self.tool(
+            out,
+            METADATA_QUORUM,
+            "--bootstrap-controller",
+            self.bootstrap_controllers(),
+            "remove-controller",
+            "--controller-id",
+            str(node_id),
+            "--controller-directory-id",
+            self.directory_ids[node_id],
+        )
+        text = out.read_text(encoding="utf-8", errors="replace")
+        if code != 0:
+            raise RuntimeError(f"remove-controller {node_id} exited {code}: {text[-500:]}")
+        return text
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -466,7 +527,10 @@ class KafkaCluster:
         props = dict(COMMON)
         props.update(CONTROLLER_ONLY if node.role == "controller" else BROKER_ONLY)
         props["node.id"] = str(node.node_id)
-        props["controller.quorum.voters"] = self.voters
+        if self.dynamic:
+            props["controller.quorum.bootstrap.servers"] = ",".join(n.address for n in self.controllers())
+        else:
+            props["controller.quorum.voters"] = self.voters
         if node.role == "controller":
             props["listeners"] = f"CONTROLLER://{node.address}"
         else:
@@ -493,6 +557,11 @@ class KafkaCluster:
         self._make_keystore()
         for node in self.nodes.values():
             config = self._write_config(node)
+            quorum: tuple[str, ...] = ()
+            if self.dynamic and node.node_id in CONTROLLER_IDS:
+                quorum = ("--initial-controllers", self.initial_controllers)
+            elif node.node_id in self.spare_controllers:
+                quorum = ("--no-initial-controllers",)
             code = self.tool(
                 node.home / "format.out",
                 STORAGE,
@@ -501,6 +570,7 @@ class KafkaCluster:
                 self.cluster_id,
                 "-c",
                 str(config),
+                *quorum,
                 timeout_s=60,
                 command_config=False,
             )
@@ -571,8 +641,25 @@ class KafkaCluster:
         node = self.nodes[node_id]
         if node.process is None:
             return
+        if node.paused:
+            self.resume_node(node_id)
         _terminate(node.process, timeout_s, sig)
         node.process = None
+
+    def pause_node(self, node_id: int) -> None:
+        """Freeze one node by its process id (SIGSTOP): its sockets stay open, it neither fetches nor heartbeats."""
+        node = self.nodes[node_id]
+        assert node.process is not None and node.process.poll() is None, f"node {node_id} is not running"
+        os.kill(node.process.pid, signal.SIGSTOP)
+        node.paused = True
+
+    def resume_node(self, node_id: int) -> None:
+        """Let a frozen node go on (SIGCONT)."""
+        node = self.nodes[node_id]
+        if node.process is not None and node.paused:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node.process.pid, signal.SIGCONT)
+        node.paused = False
 
     def close(self, graceful: bool = True) -> None:
         """Stop every process this cluster started, each by its own process id: brokers first, each by a controlled
@@ -582,7 +669,7 @@ class KafkaCluster:
         if self._runner is not None:
             _terminate(self._runner, 5, sig)
             self._runner = None
-        for node_id in BROKER_IDS + CONTROLLER_IDS:
+        for node_id in (*BROKER_IDS, *self.spare_controllers, *CONTROLLER_IDS):
             with contextlib.suppress(Exception):
                 self.stop_node(node_id, timeout_s=15, sig=sig)
 

@@ -314,6 +314,14 @@ def test_the_variables_have_the_contract_defaults():
         for slo in SLOS:
             assert f"--set=slo_objective_{slo}=${{var.slo_objective_{slo}}}" in task["python_wheel_task"]["parameters"]
     assert variables["window_minutes"]["default"] == 5
+    # the incidents' settings (issue #50): Kafka's fetch timeout, the grace period
+    assert (variables["quorum_fetch_timeout_ms"]["default"], variables["incident_grace_minutes"]["default"]) == (
+        2000,
+        2,
+    )
+    for task in _bundle()["resources"]["jobs"]["quorumlake_pipeline"]["tasks"]:
+        for name in ("quorum_fetch_timeout_ms", "incident_grace_minutes"):
+            assert f"--set={name}=${{var.{name}}}" in task["python_wheel_task"]["parameters"]
     assert variables["notification_emails"]["type"] == "complex"
     assert isinstance(variables["notification_emails"]["default"], list)
     assert "warehouse" in variables["warehouse_id"].get("lookup", {}) or "default" in variables["warehouse_id"]
@@ -649,7 +657,13 @@ def test_the_wheel_has_the_entry_points_and_no_spark(checkout_wheel):
 # --- alerts --------------------------------------------------------------------------------------------------------
 
 
-ALERTS = ("quorumlake_cluster_critical", "quorumlake_at_min_isr_escalated", "quorumlake_stale_data")
+ALERTS = (
+    "quorumlake_cluster_critical",
+    "quorumlake_at_min_isr_escalated",
+    "quorumlake_stale_data",
+    # issue #50: once per new critical incident
+    "quorumlake_new_critical_incident",
+)
 # the SLO burn alerts (issue #51): a page and a ticket, each notifying once per episode
 BURN_ALERTS = ("quorumlake_slo_fast_burn", "quorumlake_slo_slow_burn")
 
@@ -677,6 +691,11 @@ def test_the_three_alerts_of_the_issue():
     assert "escalated" in alerts["quorumlake_at_min_isr_escalated"]["query_text"]
     assert "is_stale" in alerts["quorumlake_stale_data"]["query_text"]
     assert "${var.stale_after_minutes}" in alerts["quorumlake_stale_data"]["display_name"]
+    # a new critical incident notifies once: no re-notification while it stays in the window, none when it leaves
+    incident = alerts["quorumlake_new_critical_incident"]
+    assert "critical_at" in incident["query_text"] and "gold.incidents" in incident["query_text"]
+    assert "retrigger_seconds" not in incident["evaluation"]["notification"]
+    assert incident["evaluation"]["notification"]["notify_on_ok"] is False
 
 
 def test_the_stale_minutes_reach_the_pipeline_that_builds_the_view():
@@ -764,7 +783,7 @@ def test_the_dashboard_has_datasets_and_its_pages_of_widgets():
     dashboard = _dashboard()
     names = [d["name"] for d in dashboard["datasets"]]
     assert len(names) == len(set(names))
-    assert [page["name"] for page in dashboard["pages"]] == ["quorum_health", "error_budgets"]
+    assert [page["name"] for page in dashboard["pages"]] == ["quorum_health", "error_budgets", "incidents"]
     widget_names = [item["widget"]["name"] for _, item in _widgets()]
     assert len(widget_names) == len(set(widget_names))
     kinds = {item["widget"]["spec"]["widgetType"] for _, item in _widgets() if "spec" in item["widget"]}
@@ -800,15 +819,23 @@ def _registry_columns(name: str) -> set[str] | None:
 
 @pytest.mark.parametrize("name", list(_datasets()))
 def test_every_dataset_uses_only_columns_the_registry_has(name):
-    """Once gold is in contract/tables.py, a dataset must not use a column the registry lacks."""
+    """Once gold is in contract/tables.py, a dataset must not use a column the registry lacks (a column qualified by
+    a table's alias, of that table; an unqualified one, of one of the query's tables)."""
     tree = sqlglot.parse_one(_dataset_sql(_datasets()[name]), read="spark")
     defined = {alias.alias for alias in tree.find_all(exp.Alias)}
+    by_alias = {}
     for table in tree.find_all(exp.Table):
         registered = _registry_columns(f"gold.{table.name}")
-        if registered is None:
+        if registered is not None:
+            by_alias[table.alias_or_name] = registered
+    if not by_alias:
+        return
+    every = set().union(*by_alias.values())
+    for column in tree.find_all(exp.Column):
+        if column.name in defined and not column.table:
             continue
-        used = {c.name for c in tree.find_all(exp.Column)} - defined
-        assert used <= registered, f"{name}: {sorted(used - registered)} not in gold.{table.name}"
+        allowed = by_alias.get(column.table, every) if column.table else every
+        assert column.name in allowed, f"{name}: {column.sql()} not in the registry's columns of its table"
 
 
 def test_every_widget_reads_an_existing_dataset_and_its_fields():
@@ -927,6 +954,35 @@ def test_cluster_and_time_range_filters_cover_the_datasets():
         "controller_health",
     }
     assert set(by_time) == time_series
+
+
+def test_the_incidents_page_filters_every_widget_by_cluster_severity_trigger_and_time():
+    incidents = _page_datasets("incidents")
+    assert incidents == {"incidents", "incidents_per_day", "incident_events"}
+    assert not incidents & _page_datasets("quorum_health")
+    filters = {
+        item["widget"]["name"]: item["widget"]
+        for page, item in _widgets()
+        if page["name"] == "incidents" and item["widget"].get("spec", {}).get("widgetType", "").startswith("filter-")
+    }
+    fields = {
+        name: {q["query"]["datasetName"]: q["query"]["fields"][0]["name"] for q in widget["queries"]}
+        for name, widget in filters.items()
+    }
+    assert fields == {
+        "filter_incident_cluster": dict.fromkeys(incidents, "cluster_id"),
+        "filter_incident_severity": dict.fromkeys(incidents, "severity"),
+        "filter_incident_trigger": dict.fromkeys(incidents, "trigger"),
+        "filter_incident_time": {"incidents": "started_at", "incidents_per_day": "day", "incident_events": "event_at"},
+    }
+    for name, widget in filters.items():
+        assert {e["queryName"] for e in widget["spec"]["encodings"]["fields"]} == {q["name"] for q in widget["queries"]}
+    read = {
+        table.name
+        for name in incidents
+        for table in sqlglot.parse_one(_dataset_sql(_datasets()[name]), read="spark").find_all(exp.Table)
+    }
+    assert read == {"incidents", "incident_events"}
 
 
 def test_widgets_fit_the_grid_without_overlapping():

@@ -14,11 +14,20 @@ from pyspark.sql import DataFrame
 
 from quorumlake.bronze.raw import BINARY_FILE_SCHEMA, FORMATS, build_raw_records
 from quorumlake.contract import tables as t
+from quorumlake.gold.anomalies import build_episodes
+from quorumlake.gold.brokers import build_broker_registrations
 from quorumlake.gold.cohorts import build_cluster_cohorts
 from quorumlake.gold.controller import build_controller_health
 from quorumlake.gold.dims import build_dim_cluster, build_dim_date, build_dim_node
 from quorumlake.gold.divergence import build_metadata_offset_divergence
+from quorumlake.gold.incidents import build_incident_events, build_incidents, group_episodes
 from quorumlake.gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
+from quorumlake.gold.membership import (
+    build_leader_events,
+    build_membership_events,
+    build_quorum_membership,
+    membership_rows,
+)
 from quorumlake.gold.quorum import build_quorum_health, build_quorum_status
 from quorumlake.gold.replicas import build_replica_lag_sli
 from quorumlake.gold.slo import build_slo_budget, build_slo_burn, daily_counts, quorum_lag_events, window_counts
@@ -61,6 +70,19 @@ def _outputs(spark) -> list[tuple[str, t.TableSpec, DataFrame]]:
     silver_partitions = e(t.SILVER_PARTITION_STATES)
     silver_metrics = e(t.SILVER_NODE_METRICS)
     burn, budget = e(t.GOLD_SLO_BURN), e(t.GOLD_SLO_BUDGET)
+    members = membership_rows(e(t.SILVER_REPLICA_STATES))
+    grouped = group_episodes(
+        build_episodes(
+            partitions=silver_partitions,
+            replicas=e(t.SILVER_REPLICA_STATES),
+            metrics=silver_metrics,
+            status=e(t.GOLD_QUORUM_STATUS),
+            events=e(t.GOLD_QUORUM_EVENTS),
+            divergence=e(t.GOLD_METADATA_OFFSET_DIVERGENCE),
+        ),
+        2,
+    )
+    latest = spark.createDataFrame([], "cluster_id STRING, latest_at TIMESTAMP")
     return [
         *(
             (f"build_raw_records({source!r})", spec, build_raw_records(files, source, RUN_AT))
@@ -87,6 +109,11 @@ def _outputs(spark) -> list[tuple[str, t.TableSpec, DataFrame]]:
         ),
         ("build_controller_health", t.GOLD_CONTROLLER_HEALTH, build_controller_health(silver_metrics, 5)),
         (
+            "build_broker_registrations",
+            t.GOLD_BROKER_REGISTRATIONS,
+            build_broker_registrations(silver_metrics, e(t.GOLD_BROKER_REGISTRATIONS), 5),
+        ),
+        (
             "build_slo_burn",
             t.GOLD_SLO_BURN,
             build_slo_burn(burn, window_counts(quorum_lag_events(status, 2000), "quorum_lag"), burn, OBJECTIVES),
@@ -108,6 +135,11 @@ def _outputs(spark) -> list[tuple[str, t.TableSpec, DataFrame]]:
                 e(t.GOLD_CLUSTER_COHORTS),
             ),
         ),
+        ("build_quorum_membership", t.GOLD_QUORUM_MEMBERSHIP, build_quorum_membership(members)),
+        ("build_membership_events", t.GOLD_QUORUM_EVENTS, build_membership_events(members)),
+        ("build_leader_events", t.GOLD_QUORUM_EVENTS, build_leader_events(e(t.SILVER_QUORUM_SNAPSHOTS))),
+        ("build_incidents", t.GOLD_INCIDENTS, build_incidents(grouped, e(t.GOLD_ISR_HEALTH), latest)),
+        ("build_incident_events", t.GOLD_INCIDENT_EVENTS, build_incident_events(grouped)),
         ("build_dim_node", t.GOLD_DIM_NODE, build_dim_node(e(t.SILVER_REPLICA_STATES), silver_metrics)),
         ("build_dim_date", t.GOLD_DIM_DATE, build_dim_date(spark.createDataFrame([], "date DATE"))),
     ]
@@ -155,5 +187,12 @@ def test_every_landing_source_has_a_bronze_table():
 
 def test_a_gold_table_is_built_by_the_builder_of_its_name(outputs):
     """`gold.<name>` is built by `build_<name>` (how the README tells a reader to find a table's builder)."""
-    gold = {spec.name: name for name, (spec, _) in outputs.items() if spec.schema == "gold"}
-    assert gold == {spec.name: f"build_{spec.table}" for spec in (*t.GOLD_TABLES, *t.GOLD_DIMENSIONS)}
+    gold: dict[str, set[str]] = {}
+    for name, (spec, _) in outputs.items():
+        if spec.schema == "gold":
+            gold.setdefault(spec.name, set()).add(name)
+    expected = {spec.name: {f"build_{spec.table}"} for spec in (*t.GOLD_TABLES, *t.GOLD_DIMENSIONS)}
+    # gold.quorum_events has two builders, written by separate steps: membership changes (from replica states) and
+    # leader elections (from quorum snapshots)
+    expected[t.GOLD_QUORUM_EVENTS.name] = {"build_membership_events", "build_leader_events"}
+    assert gold == expected

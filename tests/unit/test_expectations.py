@@ -111,6 +111,7 @@ BASE = {
         "metric": "raft_current_epoch",
         "topic": None,
         "partition": None,
+        "broker_id": None,
         "value": 7.0,
         "node_role": "combined",
         "source_name": "kafka_server_raftmetrics_current_epoch",
@@ -235,6 +236,8 @@ CASES: dict[str, dict[str, dict]] = {
                 {"metric": "partition_at_min_isr", "topic": "orders", "partition": 0},
                 {"metric": "partition_at_min_isr", "topic": "orders", "partition": 1},
                 {"metric": "partition_at_min_isr"},
+                {"metric": "controller_broker_registration_state", "broker_id": 4},
+                {"metric": "controller_broker_registration_state", "broker_id": 5},
             ],
             # topic and partition are NULL in both rows: still the same key
             "fail": [{}, {"value": 8.0}],

@@ -9,14 +9,17 @@ count are those of the node's last scrape in the window.
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from pyspark.sql import functions as F
+
 from quorumlake.contract.tables import GOLD_CONTROLLER_HEALTH
-from quorumlake.gold.controller import build_controller_health
+from quorumlake.gold.controller import build_controller_health, counter_increase
 from quorumlake.silver.metrics import build_node_metrics
-from tests.frames import assert_frames_equal
+from tests.frames import assert_frames_equal, check_rows
 from tests.helpers import ts
 
 METRICS = (
@@ -66,7 +69,19 @@ def row(
     timed_out=None,
     acc=None,
     cluster="c",
+    voters=None,
+    observers=None,
+    uncommitted=None,
+    ignored=None,
+    idle=None,
+    elr=None,
+    unclean=None,
+    prospective=None,
+    candidate=None,
 ):
+    # a window whose scrapes carry the raft state counts election states (0 when none); without one: unknown
+    prospective = prospective if prospective is not None or state is None else 0
+    candidate = candidate if candidate is not None or state is None else 0
     return (
         cluster,
         node,
@@ -89,6 +104,15 @@ def row(
         errors,
         timed_out,
         acc,
+        voters,
+        observers,
+        uncommitted,
+        ignored,
+        idle,
+        elr,
+        unclean,
+        prospective,
+        candidate,
     )
 
 
@@ -251,6 +275,7 @@ def test_strimzi_exporter_scrapes(spark):
                 errors=0,
                 timed_out=3,
                 acc=1,
+                voters=3,
             ),
             row(
                 3001,
@@ -324,3 +349,165 @@ def test_default_exporter_scrapes(spark):
             ),
         ],
     )
+
+
+# --- Kafka 4.x columns ---------------------------------------------------------------------------------------------
+
+
+def test_dynamic_quorum_and_idle_ratio_are_as_of_the_last_scrape_and_the_mean(spark):
+    rows = [
+        sample(3000, s(10), "raft_number_of_voters", 3),
+        sample(3000, s(10), "raft_number_of_observers", 3),
+        sample(3000, s(10), "raft_uncommitted_voter_change", 1),
+        sample(3000, s(10), "controller_ignored_static_voters", 0),
+        sample(3000, s(10), "controller_avg_idle_ratio", 0.5),
+        # the add-voter committed: 4 voters, nothing uncommitted; the static voters are ignored from now on
+        sample(3000, s(70), "raft_number_of_voters", 4),
+        sample(3000, s(70), "raft_number_of_observers", 2),
+        sample(3000, s(70), "raft_uncommitted_voter_change", 0),
+        sample(3000, s(70), "controller_ignored_static_voters", 1),
+        sample(3000, s(70), "controller_avg_idle_ratio", 0.9),
+        sample(3000, s(130), "controller_avg_idle_ratio", math.nan),  # no reading: ignored
+        # a broker reports ignored-static-voters from broker-metadata-metrics
+        sample(4, s(20), "broker_ignored_static_voters", 1, role="broker"),
+        sample(4, s(20), "raft_number_of_voters", 3, role="broker"),
+    ]
+    check(
+        health(spark, rows),
+        [
+            row(3000, T0, scrapes=3, last=s(130), voters=4, observers=2, uncommitted=False, ignored=True, idle=0.7),
+            row(4, T0, role="broker", last=s(20), voters=3, ignored=True),
+        ],
+    )
+
+
+def test_election_counters_add_their_increases_across_the_window_start_and_restarts(spark):
+    elr, unclean = "controller_elr_elections_total", "controller_unclean_leader_elections_total"
+    rows = [
+        # the window before: the last reading there is where the next window's increase starts
+        sample(3000, s(-100), elr, 2),
+        sample(3000, s(-40), elr, 5),
+        sample(3000, s(-40), unclean, 1),
+        # in the window: 5 -> 7 (+2), then the controller restarted: 7 -> 1 counts 1, then 1 -> 4 (+3)
+        sample(3000, s(20), elr, 7),
+        sample(3000, s(20), unclean, 1),
+        sample(3000, s(80), elr, 1),
+        sample(3000, s(140), elr, 4),
+        # a node whose previous reading is more than a window back starts from 0 in its window
+        sample(3001, s(-400), elr, 10),
+        sample(3001, s(30), elr, 12),
+        sample(3001, s(90), elr, 13),
+    ]
+    actual = health(spark, rows).where(F.col("window_start") == T0)
+    check_rows(
+        actual,
+        ["node_id", "elr_elections", "unclean_elections"],
+        "node_id INT, elr_elections BIGINT, unclean_elections BIGINT",
+        [(3000, 6, 0), (3001, 1, None)],
+    )
+    # the window before is its own row, complete only when its own previous window is given (here: its first is 0)
+    earlier = health(spark, rows).where(F.col("window_start") == T0 - timedelta(minutes=WINDOW))
+    check_rows(earlier, ["node_id", "elr_elections"], "node_id INT, elr_elections BIGINT", [(3000, 3)])
+
+
+def test_counter_increase_rule(spark):
+    frame = spark.createDataFrame(
+        [(5.0, 3.0), (1.0, 7.0), (4.0, None), (None, 2.0), (2.0, 2.0)], "value DOUBLE, previous DOUBLE"
+    )
+    got = [r[0] for r in frame.select(counter_increase(F.col("value"), F.col("previous"))).collect()]
+    assert got == [2.0, 1.0, 0.0, None, 0.0]
+
+
+def test_prospective_and_candidate_windows_show_an_election_between_leader_scrapes(spark):
+    rows = [
+        # Kafka 4.x: the follower lost the leader, pre-voted (prospective), then stood as a candidate, then led
+        sample(3001, s(10), "raft_current_state", 1, state="follower"),
+        sample(3001, s(40), "raft_current_state", 1, state="prospective"),
+        sample(3001, s(45), "raft_current_state", 1, state="prospective-voted"),
+        sample(3001, s(50), "raft_current_state", 1, state="candidate"),
+        sample(3001, s(70), "raft_current_state", 1, state="leader"),
+        # another voter granted its vote: unattached-voted (3.x called it voted), not an election of its own
+        sample(3002, s(48), "raft_current_state", 1, state="unattached-voted"),
+        # the exporter's default names drop the state: unknown, not 0
+        sample(3003, s(48), "raft_current_vote", 3001),
+    ]
+    check_rows(
+        health(spark, rows),
+        ["node_id", "raft_state", "prospective_scrapes", "candidate_scrapes"],
+        "node_id INT, raft_state STRING, prospective_scrapes INT, candidate_scrapes INT",
+        [(3001, "leader", 2, 1), (3002, "unattached-voted", 0, 0), (3003, None, None, None)],
+    )
+
+
+# The same Kafka 4.x readings of an active controller in the three namings a scrape or a read can carry.
+STRIMZI_4X = """\
+# TYPE kafka_controller_controllereventmanager_avgidleratio gauge
+kafka_controller_controllereventmanager_avgidleratio 0.75
+# TYPE kafka_controller_controllerstats_electionfromeligibleleaderreplicas_total counter
+kafka_controller_controllerstats_electionfromeligibleleaderreplicas_total {elr}
+# TYPE kafka_controller_controllerstats_uncleanleaderelections_total counter
+kafka_controller_controllerstats_uncleanleaderelections_total 0.0
+# TYPE kafka_controller_kafkacontroller_activecontrollercount gauge
+kafka_controller_kafkacontroller_activecontrollercount 1.0
+# TYPE kafka_controller_kafkacontroller_ignoredstaticvoters gauge
+kafka_controller_kafkacontroller_ignoredstaticvoters 1.0
+# TYPE kafka_server_raftmetrics_current_state untyped
+kafka_server_raftmetrics_current_state{{current_state="leader"}} 1.0
+# TYPE kafka_server_raftmetrics_number_of_observers gauge
+kafka_server_raftmetrics_number_of_observers 3.0
+# TYPE kafka_server_raftmetrics_number_of_voters gauge
+kafka_server_raftmetrics_number_of_voters 3.0
+# TYPE kafka_server_raftmetrics_uncommitted_voter_change gauge
+kafka_server_raftmetrics_uncommitted_voter_change 0.0
+"""
+DEFAULT_4X = """\
+kafka_controller_ControllerEventManager_Value{{name="AvgIdleRatio"}} 0.75
+kafka_controller_ControllerStats_Count{{name="ElectionFromEligibleLeaderReplicasPerSec"}} {elr}
+kafka_controller_ControllerStats_Count{{name="UncleanLeaderElectionsPerSec"}} 0.0
+kafka_controller_ControllerStats_OneMinuteRate{{name="UncleanLeaderElectionsPerSec"}} 0.0
+kafka_controller_KafkaController_Value{{name="ActiveControllerCount"}} 1.0
+kafka_controller_KafkaController_Value{{name="IgnoredStaticVoters"}} 1.0
+kafka_server_raft_metrics_number_of_observers 3.0
+kafka_server_raft_metrics_number_of_voters 3.0
+kafka_server_raft_metrics_uncommitted_voter_change 0.0
+"""
+JOLOKIA_4X = [
+    ("kafka.controller:type=ControllerEventManager,name=AvgIdleRatio", "Value", 0.75),
+    ("kafka.controller:type=ControllerStats,name=ElectionFromEligibleLeaderReplicasPerSec", "Count", None),
+    ("kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count", 0.0),
+    ("kafka.controller:type=KafkaController,name=ActiveControllerCount", "Value", 1.0),
+    ("kafka.controller:type=KafkaController,name=IgnoredStaticVoters", "Value", 1.0),
+    ("kafka.server:type=raft-metrics", "number-of-observers", 3.0),
+    ("kafka.server:type=raft-metrics", "number-of-voters", 3.0),
+    ("kafka.server:type=raft-metrics", "uncommitted-voter-change", 0.0),
+]
+
+
+def test_kafka_4x_columns_in_every_exporter_naming(spark):
+    bronze = []
+    for i, (at, elr) in enumerate(((s(10), 2.0), (s(40), 3.0))):
+        for cluster, text in (("strimzi", STRIMZI_4X), ("default", DEFAULT_4X)):
+            payload = text.format(elr=elr)
+            bronze.append((f"{cluster}{i}", "prometheus_text", cluster, 1, at, payload, "f", None, T0, None))
+        for j, (mbean, attribute, value) in enumerate(JOLOKIA_4X):
+            line = json.dumps({"mbean": mbean, "attribute": attribute, "value": elr if value is None else value})
+            bronze.append((f"j{i}-{j}", "jmx_json", "jolokia", 1, at, line, "f", j, T0, None))
+    metrics, rejected = build_node_metrics(spark.createDataFrame(bronze, BRONZE))
+    assert rejected.collect() == []
+    expected = {
+        "number_of_voters": 3,
+        "number_of_observers": 3,
+        "uncommitted_voter_change": False,
+        "ignored_static_voters": True,
+        "avg_idle_ratio": 0.75,
+        "elr_elections": 1,
+        "unclean_elections": 0,
+        "active_controller_count": 1,
+    }
+    rows = {r["cluster_id"]: r for r in build_controller_health(metrics, WINDOW).collect()}
+    assert set(rows) == {"strimzi", "default", "jolokia"}
+    for cluster, r in rows.items():
+        assert {k: r[k] for k in expected} == expected, cluster
+    # only Strimzi-style names carry the raft state
+    assert (rows["strimzi"]["raft_state"], rows["strimzi"]["prospective_scrapes"]) == ("leader", 0)
+    assert rows["default"]["prospective_scrapes"] is None and rows["jolokia"]["raft_state"] is None

@@ -12,15 +12,19 @@ from datetime import datetime, timedelta
 import pytest
 
 from quorumlake.gold.isr import build_at_min_isr_episodes, build_isr_health, build_isr_health_by_topic
-from tests.frames import assert_frames_equal
+from tests.frames import assert_frames_equal, check_rows
 
-FLAGS = "is_offline BOOLEAN, is_under_min_isr BOOLEAN, is_at_min_isr BOOLEAN, is_under_replicated BOOLEAN"
+FLAGS = (
+    "is_offline BOOLEAN, is_under_min_isr BOOLEAN, is_at_min_isr BOOLEAN, is_under_replicated BOOLEAN, "
+    "min_isr INT, replicas ARRAY<INT>, isr_size INT"
+)
 HEALTH_IN = f"cluster_id STRING, collected_at TIMESTAMP, {FLAGS}"
 BY_TOPIC_IN = f"cluster_id STRING, collected_at TIMESTAMP, topic STRING, {FLAGS}"
 COUNTS = "partitions INT, offline INT, under_min_isr INT, at_min_isr INT, under_replicated INT"
 STATES = (
     "cluster_id STRING, topic STRING, partition INT, collected_at TIMESTAMP, is_at_min_isr BOOLEAN, "
-    "is_under_min_isr BOOLEAN, is_offline BOOLEAN, status STRING"
+    "is_under_min_isr BOOLEAN, is_offline BOOLEAN, status STRING, is_under_replicated BOOLEAN, min_isr INT, "
+    "replicas ARRAY<INT>, isr_size INT"
 )
 EPISODES = (
     "cluster_id STRING, topic STRING, partition INT, started_at TIMESTAMP, ended_at TIMESTAMP, duration_ms BIGINT, "
@@ -72,12 +76,19 @@ def state(topic, minute, isr, min_isr=2, rf=3, leader=True, partition=0, cluster
         f["is_under_min_isr"],
         f["is_offline"],
         f["status"],
+        f["is_under_replicated"],
+        min_isr,
+        list(range(rf)),
+        isr,
     )
 
 
-def episodes(spark, rows, earlier=None, flap_window_minutes=60):
+def episodes(spark, rows, earlier=None, flap_window_minutes=60, rule="effective"):
+    """The episodes without their `min_isr_rule` column (each test below checks it once)."""
     earlier_df = None if earlier is None else spark.createDataFrame(earlier, STARTS)
-    return build_at_min_isr_episodes(spark.createDataFrame(rows, STATES), earlier_df, flap_window_minutes)
+    built = build_at_min_isr_episodes(spark.createDataFrame(rows, STATES), earlier_df, flap_window_minutes, rule)
+    assert {r[0] for r in built.select("min_isr_rule").distinct().collect()} <= {rule}
+    return built.drop("min_isr_rule")
 
 
 # --- isr_health ----------------------------------------------------------------------------------------------------
@@ -94,6 +105,9 @@ def test_isr_health_counts_flags_not_status(spark):
             f["is_under_min_isr"],
             f["is_at_min_isr"],
             f["is_under_replicated"],
+            min_isr,
+            list(range(rf)),
+            isr,
         )
 
     rows = [
@@ -115,7 +129,10 @@ def test_isr_health_counts_flags_not_status(spark):
         ],
         f"cluster_id STRING, collected_at TIMESTAMP, {COUNTS}",
     )
-    assert_frames_equal(build_isr_health(by_topic.drop("topic")), expected, ignore_row_order=True, ignore_nullable=True)
+    raw = ["cluster_id", "collected_at", "partitions", "offline", "under_min_isr", "at_min_isr", "under_replicated"]
+    assert_frames_equal(
+        build_isr_health(by_topic.drop("topic")).select(*raw), expected, ignore_row_order=True, ignore_nullable=True
+    )
 
     expected_by_topic = spark.createDataFrame(
         [
@@ -128,7 +145,10 @@ def test_isr_health_counts_flags_not_status(spark):
         f"cluster_id STRING, collected_at TIMESTAMP, topic STRING, {COUNTS}",
     )
     assert_frames_equal(
-        build_isr_health_by_topic(by_topic), expected_by_topic, ignore_row_order=True, ignore_nullable=True
+        build_isr_health_by_topic(by_topic).select(*raw[:2], "topic", *raw[2:]),
+        expected_by_topic,
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
 
 
@@ -335,3 +355,63 @@ def test_earlier_starts_are_the_episodes_within_the_flap_window_before_the_scope
     )
     expected = spark.createDataFrame([("c1", "t", 0, t(0)), ("c1", "t", 0, t(30))], STARTS)
     assert_frames_equal(earlier_starts(episodes, scope, 60), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+# --- the effective min ISR (KIP-966, KAFKA-21377) -----------------------------------------------------------------
+
+
+def test_effective_min_isr_counts_beside_the_kafka_topics_rule(spark):
+    from quorumlake.gold.min_isr import effective_min_isr
+
+    def row(topic, isr, min_isr, rf, leader=True):
+        f = flags(isr, min_isr, rf, leader)
+        return ("c", t(0), topic, f["is_offline"], f["is_under_min_isr"], f["is_at_min_isr"],
+                f["is_under_replicated"], min_isr, list(range(rf)), isr)  # fmt: skip
+
+    rows = [
+        # RF 2, min.insync.replicas 3: kafka-topics says under min ISR for ever; brokers say at min ISR (2 = min(3, 2))
+        row("misconfigured", 2, 3, 2),
+        # ... and with one replica out, under min ISR by both rules
+        row("misconfigured", 1, 3, 2),
+        # min ISR within the replica count: both rules agree
+        row("fine", 2, 2, 3),
+        row("fine", 3, 2, 3),
+        # offline is under min ISR by both rules
+        row("fine", 0, 2, 3, leader=False),
+    ]
+    frame = spark.createDataFrame(rows, BY_TOPIC_IN)
+    assert [r[0] for r in frame.select(effective_min_isr()).collect()] == [2, 2, 2, 2, 2]
+    columns = ["topic", "under_min_isr", "at_min_isr", "under_min_isr_effective", "at_min_isr_effective",
+               "min_isr_above_replicas"]  # fmt: skip
+    schema = ", ".join(f"{c} {'STRING' if c == 'topic' else 'INT'}" for c in columns)
+    check_rows(
+        build_isr_health_by_topic(frame), columns, schema, [("misconfigured", 2, 0, 1, 1, 2), ("fine", 1, 1, 1, 1, 0)]
+    )
+    check_rows(build_isr_health(frame.drop("topic")), columns[1:], schema.split(", ", 1)[1], [(3, 1, 2, 2, 2)])
+
+
+def test_episodes_follow_the_chosen_min_isr_rule_and_say_which(spark):
+    # RF 2, min.insync.replicas 3, full ISR: at (effective) min ISR from the first snapshot; by kafka-topics' rule
+    # it is under min ISR, which starts no episode
+    rows = [state("misconfigured", m, 2, min_isr=3, rf=2) for m in range(3)]
+    for rule, expected in [
+        ("effective", [("kip427", "misconfigured", 0, t(0), None, 120_000, 3, False, "at_min_isr", 0, "effective")]),
+        ("kafka_topics", []),
+    ]:
+        built = build_at_min_isr_episodes(spark.createDataFrame(rows, STATES), None, 60, rule)
+        assert_frames_equal(
+            built,
+            spark.createDataFrame(expected, f"{EPISODES}, min_isr_rule STRING"),
+            ignore_row_order=True,
+            ignore_nullable=True,
+        )
+    # a replica drops out: under the effective min ISR too, so the effective episode escalates
+    escalating = [*rows, state("misconfigured", 3, 1, min_isr=3, rf=2), state("misconfigured", 4, 2, min_isr=3, rf=2)]
+    check_rows(
+        build_at_min_isr_episodes(spark.createDataFrame(escalating, STATES), None, 60, "effective"),
+        ["started_at", "ended_at", "escalated", "max_status"],
+        "started_at TIMESTAMP, ended_at TIMESTAMP, escalated BOOLEAN, max_status STRING",
+        [(t(0), None, True, "under_min_isr")],
+    )
+    with pytest.raises(ValueError, match="min_isr_rule"):
+        build_at_min_isr_episodes(spark.createDataFrame(rows, STATES), None, 60, "brokers")

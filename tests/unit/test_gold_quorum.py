@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from quorumlake.contract.tables import GOLD_QUORUM_STATUS
 from quorumlake.gold.quorum import build_quorum_health, build_quorum_status, follower_lag
-from tests.frames import assert_frames_equal
+from tests.frames import assert_frames_equal, check_rows
 from tests.helpers import at
 
 SLO_MS = 2000
@@ -21,12 +21,13 @@ STALL_MS = 5000
 
 REPLICAS = (
     "cluster_id STRING, collected_at TIMESTAMP, replica_id INT, is_voter BOOLEAN, position INT, role STRING, "
-    "log_end_offset BIGINT, last_caught_up_at TIMESTAMP, caught_up_lag_ms BIGINT"
+    "log_end_offset BIGINT, last_caught_up_at TIMESTAMP, caught_up_lag_ms BIGINT, fetch_age_ms BIGINT"
 )
 LAGS = (
     "cluster_id STRING, collected_at TIMESTAMP, max_follower_lag BIGINT, max_follower_lag_time_ms BIGINT, "
     "voters_within_slo INT"
 )
+LAG_COLUMNS = [c.split()[0] for c in LAGS.split(", ")]
 SNAPSHOTS = (
     "cluster_id STRING, collected_at TIMESTAMP, source STRING, error_code INT, leader_id INT, leader_epoch INT, "
     "high_watermark BIGINT, voter_count INT, observer_count INT, cli_max_follower_lag BIGINT, "
@@ -35,7 +36,8 @@ SNAPSHOTS = (
 SEED = (
     "cluster_id STRING, collected_at TIMESTAMP, source STRING, error_code INT, leader_id INT, leader_epoch INT, "
     "high_watermark BIGINT, max_follower_lag BIGINT, max_follower_lag_time_ms BIGINT, voters INT, "
-    "voters_within_slo INT, observers INT, hw_last_increase_at TIMESTAMP"
+    "voters_within_slo INT, observers INT, hw_last_increase_at TIMESTAMP, voters_lag_unknown INT, "
+    "voters_not_fetching INT"
 )
 STATUS = (
     "cluster_id STRING, collected_at TIMESTAMP, window_start TIMESTAMP, source STRING, error_code INT, leader_id INT, "
@@ -64,12 +66,14 @@ W0335 = at("03:35:00")
 def voter(cluster, collected, replica_id, position, leo, caught_up, now=LEADER_NOW, leader=False):
     """A voter row; caught_up_lag_ms is derived from the leader's clock `now` as silver does."""
     lag = None if caught_up is None else int((now - caught_up) / timedelta(milliseconds=1))
-    return (cluster, collected, replica_id, True, position, "leader" if leader else "follower", leo, caught_up, lag)
+    # a caught-up follower fetched at or after it caught up: its fetch age is taken as its caught-up lag here
+    role = "leader" if leader else "follower"
+    return (cluster, collected, replica_id, True, position, role, leo, caught_up, lag, lag)
 
 
 def observer(cluster, collected, replica_id, position, leo, caught_up, now=LEADER_NOW):
     lag = None if caught_up is None else int((now - caught_up) / timedelta(milliseconds=1))
-    return (cluster, collected, replica_id, False, position, "observer", leo, caught_up, lag)
+    return (cluster, collected, replica_id, False, position, "observer", leo, caught_up, lag, lag)
 
 
 def reference_scenario(cluster, collected=COLLECTED, v0=False):
@@ -85,7 +89,7 @@ def reference_scenario(cluster, collected=COLLECTED, v0=False):
         observer(cluster, collected, 0, 0, 18542, c("03:33:20.450")),
     ]
     if v0:  # silver gives the leader's own row 0 lag in every version
-        rows[2] = rows[2][:-1] + (0,)
+        rows[2] = rows[2][:-2] + (0, 0)
     return rows
 
 
@@ -134,7 +138,7 @@ def test_follower_lag_prints_what_describe_status_prints_for_the_reference_scena
         LAGS,
     )
     assert_frames_equal(
-        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
+        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS).select(*LAG_COLUMNS),
         expected,
         ignore_row_order=True,
         ignore_nullable=True,
@@ -160,7 +164,7 @@ def test_all_caught_up_with_the_leader_listed_last_picks_the_first_voter(spark):
         LAGS,
     )
     assert_frames_equal(
-        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
+        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS).select(*LAG_COLUMNS),
         expected,
         ignore_row_order=True,
         ignore_nullable=True,
@@ -186,7 +190,7 @@ def test_the_leader_itself_as_max_lag_follower_gives_time_zero(spark):
         LAGS,
     )
     assert_frames_equal(
-        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
+        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS).select(*LAG_COLUMNS),
         expected,
         ignore_row_order=True,
         ignore_nullable=True,
@@ -201,7 +205,7 @@ def test_a_voter_with_unknown_log_end_offset_lags_leader_leo_plus_one_with_unkno
     ]
     expected = spark.createDataFrame([("c", COLLECTED, 18543, -1, 2)], LAGS)
     assert_frames_equal(
-        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
+        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS).select(*LAG_COLUMNS),
         expected,
         ignore_row_order=True,
         ignore_nullable=True,
@@ -218,7 +222,7 @@ def test_observers_are_never_considered(spark):
     ]
     expected = spark.createDataFrame([("c", COLLECTED, 0, 0, 3)], LAGS)
     assert_frames_equal(
-        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS),
+        follower_lag(spark.createDataFrame(replicas, REPLICAS), SLO_MS).select(*LAG_COLUMNS),
         expected,
         ignore_row_order=True,
         ignore_nullable=True,
@@ -249,7 +253,8 @@ def test_status_rows_carry_the_snapshot_lag_voters_within_slo_and_goodness(spark
     expected = spark.createDataFrame(
         [
             ("slow", COLLECTED, W0330, "admin", 0, 3002, 7, 18542, 12, 2400, 3, 2, 1, False, 0, COLLECTED, False),
-            ("v0", COLLECTED, W0330, "admin", 0, 3002, 7, 18542, 12, -1, 3, 1, 1, False, 0, COLLECTED, False),
+            # v0: the lag time is unknown, so the snapshot is neither good nor bad
+            ("v0", COLLECTED, W0330, "admin", 0, 3002, 7, 18542, 12, -1, 3, 1, 1, None, 0, COLLECTED, False),
             ("edge", COLLECTED, W0330, "admin", 0, 3002, 7, 18542, 2, 2000, 3, 3, 0, True, 0, COLLECTED, False),
             ("err", COLLECTED, W0330, "admin", 6, None, None, None, None, None, 0, 0, 0, False, 0, None, None),
             # the voters' own lags are unknown without replica rows: NULL, not "none within the SLO"
@@ -259,7 +264,14 @@ def test_status_rows_carry_the_snapshot_lag_voters_within_slo_and_goodness(spark
     )
     actual = status(spark, snapshots, replicas)
     assert actual.columns == GOLD_QUORUM_STATUS.column_names
-    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual.select(*expected.columns), expected, ignore_row_order=True, ignore_nullable=True)
+    check_rows(
+        actual,
+        ["cluster_id", "voters_lag_unknown", "voters_not_fetching"],
+        "cluster_id STRING, voters_lag_unknown INT, voters_not_fetching INT",
+        # v0: the two followers' lags and fetch times are unknown; --status alone: every voter's; an error: none
+        [("slow", 0, 1), ("v0", 2, None), ("edge", 0, 0), ("err", 0, None), ("cli", 3, None)],
+    )
 
 
 def test_leader_change_counts_epoch_increases_between_consecutive_snapshots_that_both_know_it(spark):
@@ -327,10 +339,10 @@ def test_high_watermark_last_increase_and_stall(spark):
 def test_the_seed_carries_the_previous_epoch_and_the_last_increase_across_a_recompute_boundary(spark):
     seed = [
         # cluster a: the row just before the recomputed range; its HW last rose at 03:33:10
-        ("a", at("03:33:20"), "admin", 0, 3002, 7, 200, 0, 5, 3, 3, 1, at("03:33:10")),
+        ("a", at("03:33:20"), "admin", 0, 3002, 7, 200, 0, 5, 3, 3, 1, at("03:33:10"), 0, 0),
         # cluster b: the row just before is an error; the last known-HW row is older and rose at 03:33:00
-        ("b", at("03:33:20"), "admin", 6, None, None, None, None, None, 0, 0, 0, None),
-        ("b", at("03:33:18"), "admin", 0, 3002, 7, 300, 0, 5, 3, 3, 1, at("03:33:00")),
+        ("b", at("03:33:20"), "admin", 6, None, None, None, None, None, 0, 0, 0, None, 0, None),
+        ("b", at("03:33:18"), "admin", 0, 3002, 7, 300, 0, 5, 3, 3, 1, at("03:33:00"), 0, 0),
     ]
     snapshots = [
         snapshot("a", at("03:33:21"), epoch=8, hw=200),  # 7 -> 8 against the seed; HW unchanged since 03:33:10
@@ -379,7 +391,7 @@ def test_quorum_health_aggregates_each_window(spark):
         HEALTH,
     )
     actual = build_quorum_health(spark.createDataFrame(rows, HEALTH_IN), 5)
-    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual.select(*expected.columns), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_a_leader_change_across_a_window_start_counts_in_the_later_window(spark):
@@ -390,14 +402,15 @@ def test_a_leader_change_across_a_window_start_counts_in_the_later_window(spark)
     ]
     expected = spark.createDataFrame(
         [
-            ("c", W0330, W0335, 1, 0, 1, 0, False, None, None, 0, 0.0),
+            # no lag is known in these snapshots (no replica rows): neither good nor bad, no SLI
+            ("c", W0330, W0335, 1, 0, 1, 0, False, None, None, 0, None),
             # the 03:34:50 -> 03:35:10 pair counts here; the advance is within the window (120 - 110)
-            ("c", W0335, at("03:40:00"), 2, 1, 1, 10, False, None, None, 0, 0.0),
+            ("c", W0335, at("03:40:00"), 2, 1, 1, 10, False, None, None, 0, None),
         ],
         HEALTH,
     )
     actual = build_quorum_health(status(spark, snapshots, []), 5)
-    assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert_frames_equal(actual.select(*expected.columns), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_windows_are_epoch_aligned_for_5_and_1_minute_settings(spark):
@@ -449,15 +462,107 @@ def test_voters_within_the_replica_slo_recount_snapshots_with_replica_rows_only(
     status_rows = spark.createDataFrame([("a", COLLECTED, 1), ("cli", COLLECTED, None), ("err", COLLECTED, 0)], rows)
     replicas = spark.createDataFrame(
         [
-            ("a", COLLECTED, 3000, True, 0, "follower", 10, None, 1000),
-            ("a", COLLECTED, 3001, True, 1, "follower", 10, None, 1500),  # exactly the SLO: within
-            ("a", COLLECTED, 3002, True, 2, "leader", 10, None, 0),
-            ("a", COLLECTED, 3003, True, 3, "follower", 10, None, 1501),
-            ("a", COLLECTED, 3004, True, 4, "follower", 10, None, None),  # unknown: not within
-            ("a", COLLECTED, 4000, False, 5, "observer", 10, None, 0),  # observers never count
+            ("a", COLLECTED, 3000, True, 0, "follower", 10, None, 1000, 1000),
+            ("a", COLLECTED, 3001, True, 1, "follower", 10, None, 1500, 1500),  # exactly the SLO: within
+            ("a", COLLECTED, 3002, True, 2, "leader", 10, None, 0, 0),
+            ("a", COLLECTED, 3003, True, 3, "follower", 10, None, 1501, 1501),
+            ("a", COLLECTED, 3004, True, 4, "follower", 10, None, None, None),  # unknown: not within
+            ("a", COLLECTED, 4000, False, 5, "observer", 10, None, 0, 0),  # observers never count
         ],
         REPLICAS,
     )
     expected = spark.createDataFrame([("a", COLLECTED, 3), ("cli", COLLECTED, None), ("err", COLLECTED, 0)], rows)
     actual = with_voters_within_slo(status_rows, replicas, 1500)
     assert_frames_equal(actual, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+# --- unknown is not bad; voters not fetching ------------------------------------------------------------------------
+
+
+def test_unknown_lag_is_neither_good_nor_bad_and_the_sli_counts_only_judged_snapshots(spark):
+    snapshots = [
+        snapshot("c", at("03:31:00")),  # v0-like: every follower's time unknown
+        snapshot("c", at("03:32:00")),  # known, within the SLO
+        snapshot("c", at("03:33:00")),  # known, over the SLO
+        error_snapshot("c", at("03:34:00")),  # an error is bad, never unknown
+        snapshot("v0", at("03:31:00")),  # only unknown snapshots in its window: no SLI at all
+    ]
+    replicas = (
+        reference_scenario("c", at("03:31:00"), v0=True)
+        + reference_scenario("c", at("03:32:00"))[:1]
+        + [
+            voter("c", at("03:32:00"), 3001, 1, 18542, at("03:33:20.400")),
+            voter("c", at("03:32:00"), 3002, 2, 18542, LEADER_NOW, leader=True),
+        ]
+        + reference_scenario("c", at("03:33:00"))
+        + reference_scenario("v0", at("03:31:00"), v0=True)
+    )
+    built = status(spark, snapshots, replicas)
+    check_rows(
+        built,
+        ["cluster_id", "collected_at", "is_good", "voters_lag_unknown"],
+        "cluster_id STRING, collected_at TIMESTAMP, is_good BOOLEAN, voters_lag_unknown INT",
+        [
+            ("c", at("03:31:00"), None, 2),
+            ("c", at("03:32:00"), True, 0),
+            ("c", at("03:33:00"), False, 0),
+            ("c", at("03:34:00"), False, 0),
+            ("v0", at("03:31:00"), None, 2),
+        ],
+    )
+    check_rows(
+        build_quorum_health(built, 5),
+        ["cluster_id", "snapshots", "good_snapshots", "unknown_snapshots", "sli"],
+        "cluster_id STRING, snapshots BIGINT, good_snapshots BIGINT, unknown_snapshots BIGINT, sli DOUBLE",
+        [("c", 4, 1, 1, 1 / 3), ("v0", 1, 0, 1, None)],
+    )
+
+
+def test_an_offset_lag_slo_judges_the_snapshots_whose_time_is_unknown(spark):
+    snapshots = [snapshot("near", COLLECTED), snapshot("far", COLLECTED)]
+    replicas = reference_scenario("near", v0=True) + [
+        voter("far", COLLECTED, 3000, 0, 100, None),
+        voter("far", COLLECTED, 3001, 1, 18542, None),
+        voter("far", COLLECTED, 3002, 2, 18542, LEADER_NOW, leader=True),
+    ]
+    for slo, expected in [(-1, [None, None]), (12, [True, False]), (11, [False, False])]:
+        built = build_quorum_status(
+            spark.createDataFrame(snapshots, SNAPSHOTS),
+            spark.createDataFrame(replicas, REPLICAS),
+            None,
+            slo_ms=SLO_MS,
+            window_minutes=5,
+            stall_ms=STALL_MS,
+            offset_lag_slo=slo,
+        )
+        got = {r["cluster_id"]: r["is_good"] for r in built.collect()}
+        assert [got["near"], got["far"]] == expected, slo  # MaxFollowerLag 12 and 18442
+
+
+def test_voters_not_fetching_counts_followers_past_the_fetch_timeout(spark):
+    def row(replica_id, position, role, fetch_age, is_voter=True):
+        return ("c", COLLECTED, replica_id, is_voter, position, role, 10, None, None, fetch_age)
+
+    replicas = [
+        row(3002, 0, "leader", 0),
+        row(3000, 1, "follower", 2000),  # exactly the timeout: still fetching
+        row(3001, 2, "follower", 2001),
+        row(3003, 3, "follower", None),  # unknown: not counted either way
+        row(4, 0, "observer", 60_000, is_voter=False),  # observers are not voters
+        # a snapshot where no follower's fetch time is known (DescribeQuorum v0)
+        ("v0", COLLECTED, 3002, True, 0, "leader", 10, None, 0, 0),
+        ("v0", COLLECTED, 3000, True, 1, "follower", 10, None, None, None),
+    ]
+    frame = spark.createDataFrame(replicas, REPLICAS)
+    check_rows(
+        follower_lag(frame, SLO_MS, fetch_timeout_ms=2000),
+        ["cluster_id", "voters_not_fetching"],
+        "cluster_id STRING, voters_not_fetching INT",
+        [("c", 1), ("v0", None)],
+    )
+    check_rows(
+        follower_lag(frame, SLO_MS, fetch_timeout_ms=1000),
+        ["cluster_id", "voters_not_fetching"],
+        "cluster_id STRING, voters_not_fetching INT",
+        [("c", 2), ("v0", None)],
+    )

@@ -1,6 +1,6 @@
 """quorumlake.gold.replicas: build_replica_lag_sli (gold.replica_lag_sli, one row per replica per window) on tiny
 silver.replica_states rows. Percentiles are nearest-rank; maxima and percentiles ignore unknown (NULL) values; an
-unknown caught-up lag is never good; `sli` = good / snapshots.
+unknown caught-up lag is neither good nor bad (`unknown_snapshots`); `sli` = good / the snapshots with a known lag.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ REPLICAS = (
 SLI = (
     "cluster_id STRING, replica_id INT, is_voter BOOLEAN, window_start TIMESTAMP, window_end TIMESTAMP, "
     "snapshots BIGINT, max_offset_lag BIGINT, p50_caught_up_lag_ms BIGINT, p99_caught_up_lag_ms BIGINT, "
-    "max_caught_up_lag_ms BIGINT, max_fetch_age_ms BIGINT, good_snapshots BIGINT, sli DOUBLE"
+    "max_caught_up_lag_ms BIGINT, max_fetch_age_ms BIGINT, good_snapshots BIGINT, sli DOUBLE, unknown_snapshots BIGINT, is_removed_voter BOOLEAN"
 )
 
 
@@ -33,12 +33,12 @@ def test_nearest_rank_percentiles_maxima_and_sli_ignore_unknown_values(spark):
         ("c", 3001, True, at("03:31:10"), 12, 40, 300),
         ("c", 3001, True, at("03:32:10"), None, 30, None),
         ("c", 3001, True, at("03:33:10"), 1, 20, 20),
-        ("c", 3001, True, at("03:34:10"), None, None, None),  # LEO and timestamps unknown: counted, never good
+        ("c", 3001, True, at("03:34:10"), None, None, None),  # LEO and timestamps unknown: counted, not judged
     ]
     expected = spark.createDataFrame(
         [
             # 10,20,30,40: p50 = 20 (the smallest value with >= 50% at or below), p99 = 40
-            ("c", 3001, True, W0330, W0335, 5, 12, 20, 40, 40, 300, 4, 0.8),
+            ("c", 3001, True, W0330, W0335, 5, 12, 20, 40, 40, 300, 4, 1.0, 1, False),
         ],
         SLI,
     )
@@ -56,8 +56,9 @@ def test_the_slo_boundary_is_good_and_every_unknown_window_has_no_percentiles(sp
     ]
     expected = spark.createDataFrame(
         [
-            ("c", 3001, True, W0330, W0335, 3, 70, 2001, 2500, 2500, 100, 1, 1 / 3),
-            ("v0", 3000, True, W0330, W0335, 2, 2, None, None, None, None, 0, 0.0),
+            ("c", 3001, True, W0330, W0335, 3, 70, 2001, 2500, 2500, 100, 1, 1 / 3, 0, False),
+            # unknown is not bad: no SLI, not 0 %
+            ("v0", 3000, True, W0330, W0335, 2, 2, None, None, None, None, 0, None, 2, False),
         ],
         SLI,
     )
@@ -74,10 +75,10 @@ def test_one_row_per_replica_role_and_epoch_aligned_window(spark):
     ]
     expected = spark.createDataFrame(
         [
-            ("c", 1, True, W0330, W0335, 1, 0, 0, 0, 0, 0, 1, 1.0),
-            ("c", 1, False, W0330, W0335, 1, 7, 3000, 3000, 3000, 3000, 0, 0.0),
-            ("c", 1, True, W0335, W0340, 1, 4, 100, 100, 100, 90, 1, 1.0),
-            ("d", 1, True, W0330, W0335, 1, 9, 9, 9, 9, 9, 1, 1.0),
+            ("c", 1, True, W0330, W0335, 1, 0, 0, 0, 0, 0, 1, 1.0, 0, False),
+            ("c", 1, False, W0330, W0335, 1, 7, 3000, 3000, 3000, 3000, 0, 0.0, 0, False),
+            ("c", 1, True, W0335, W0340, 1, 4, 100, 100, 100, 90, 1, 1.0, 0, False),
+            ("d", 1, True, W0330, W0335, 1, 9, 9, 9, 9, 9, 1, 1.0, 0, False),
         ],
         SLI,
     )
@@ -93,8 +94,8 @@ def test_one_minute_windows(spark):
     expected = spark.createDataFrame(
         [
             # two values: p50 is the first (50% at or below it), p99 the second
-            ("c", 3001, True, at("03:33:00"), at("03:34:00"), 2, 2, 100, 3000, 3000, 20, 1, 0.5),
-            ("c", 3001, True, at("03:34:00"), W0335, 1, 3, 300, 300, 300, 30, 1, 1.0),
+            ("c", 3001, True, at("03:33:00"), at("03:34:00"), 2, 2, 100, 3000, 3000, 20, 1, 0.5, 0, False),
+            ("c", 3001, True, at("03:34:00"), W0335, 1, 3, 300, 300, 300, 30, 1, 1.0, 0, False),
         ],
         SLI,
     )

@@ -120,6 +120,7 @@ def _canonical(name: str) -> dict[str, dict]:
     for s in samples:
         mapped = canonical_metric(s["name"], s["labels"])
         key = mapped["metric"] + (f"/{mapped['topic']}-{mapped['partition']}" if mapped["topic"] else "")
+        key += f"/broker={mapped['broker_id']}" if mapped["broker_id"] is not None else ""
         assert key not in out, key  # one sample per silver key
         out[key] = {**mapped, "value": s["value"], "type": s["type"]}
     return out
@@ -135,8 +136,22 @@ def test_controller_scrape_with_the_exporters_default_names():
     idle = metrics["raft_commit_latency_max"]  # controller health's canonical name for the default exporter name
     assert idle["source_name"] == "kafka_server_raft_metrics_commit_latency_max"
     assert idle["type"] == "untyped" and math.isnan(idle["value"])
-    # a second label besides name keeps its own series
-    assert "kafka_controller_kafkacontroller_value_4_brokerregistrationstate" in metrics
+    # KIP-1131's per-broker gauges: one canonical metric, the broker label in broker_id (30: active)
+    for broker in (4, 5, 6):
+        state = metrics[f"controller_broker_registration_state/broker={broker}"]
+        assert state["broker_id"] == broker and state["value"] == 30.0
+        assert (
+            state["source_name"]
+            == f'kafka_controller_KafkaController_Value{{broker="{broker}",name="BrokerRegistrationState"}}'
+        )
+    # KIP-853: voters on every node, IgnoredStaticVoters on every controller; a follower has no observer count
+    assert metrics["raft_number_of_voters"]["value"] == 3.0
+    assert metrics["controller_ignored_static_voters"]["value"] == 0.0
+    assert metrics["controller_controlled_shutdown_broker_count"]["value"] == 0.0
+    assert "raft_number_of_observers" not in metrics and "raft_uncommitted_voter_change" not in metrics
+    # MetadataLoader's AvgIdleRatio is not the controller event thread's (KIP-1190): it keeps its own name
+    assert "controller_avg_idle_ratio" not in metrics
+    assert metrics["kafka_server_metadataloader_value_avgidleratio"]["value"] == 0.9713704895815687
     assert node_role(metrics) == "controller"
 
 
@@ -151,4 +166,6 @@ def test_broker_scrape_with_strimzi_style_rules():
     assert idle["type"] == "counter" and math.isnan(idle["value"])
     assert metrics["partition_at_min_isr/orders-0"]["value"] == 0.0
     assert metrics["replica_manager_at_min_isr_partition_count"]["value"] == 0.0
+    assert metrics["broker_ignored_static_voters"]["value"] == 0.0
+    assert metrics["raft_number_of_voters"]["value"] == 3.0
     assert node_role(metrics) == "broker"

@@ -430,10 +430,39 @@ def test_jolokia_reads_and_node_roles_per_scrape(spark):
                 "kafka.cluster:type=Partition,name=AtMinIsr,topic=orders,partition=1/Value",
                 None,
             ),
+            # KIP-1131: the active controller's view of broker 0, the broker in broker_id
+            (
+                3002,
+                ts(1730000000500),
+                "j7",
+                "jmx",
+                "controller_broker_registration_state",
+                None,
+                None,
+                30.0,
+                "controller",
+                "kafka.controller:type=KafkaController,name=BrokerRegistrationState,broker=0/Value",
+                None,
+            ),
+            (
+                3002,
+                ts(1730000000500),
+                "j8",
+                "jmx",
+                "controller_time_since_last_heartbeat_received_ms",
+                None,
+                None,
+                180.0,
+                "controller",
+                "kafka.controller:type=KafkaController,name=TimeSinceLastHeartbeatReceivedMs,broker=0/Value",
+                None,
+            ),
         ],
         allow_nan_equality=True,
     )
     assert rejected.collect() == []
+    brokers = {r["record_id"]: r["broker_id"] for r in samples.collect()}
+    assert brokers == {"j1": None, "j2": None, "j3": None, "j4": None, "j5": None, "j6": None, "j7": 0, "j8": 0}
 
 
 def test_node_role_is_decided_per_scrape_from_the_metrics_it_exposes(spark):

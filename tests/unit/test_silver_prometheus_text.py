@@ -377,6 +377,7 @@ def test_current_state_keeps_the_state():
         "metric": "raft_current_state",
         "topic": None,
         "partition": None,
+        "broker_id": None,
         "source_name": 'kafka_server_raftmetrics_current_state{current_state="follower"}',
         "state": "follower",
     }
@@ -403,6 +404,7 @@ def test_unknown_series_keep_their_sanitized_name():
         "metric": "kafka_log_size",
         "topic": "t",
         "partition": 3,
+        "broker_id": None,
         "source_name": 'Kafka_Log:Size{topic="t",partition="3"}',
         "state": None,
     }
@@ -535,3 +537,107 @@ def test_node_role_of_the_example_scrapes():
     for text in (STRIMZI_1X, DEFAULT_1X):
         samples, _ = parse_exposition(text)
         assert node_role(canonical_metric(s["name"], s["labels"])["metric"] for s in samples) == "combined"
+
+
+# Kafka 4.x signals (KIP-853, KIP-1131, KIP-1190, KIP-966's ELR elections): each in the three namings a scrape or a
+# JMX read can carry, Strimzi-style rules, the exporter's default names, and a Jolokia read of the MBean.
+KAFKA_4X = [
+    (
+        "raft_number_of_voters",
+        None,
+        ("kafka_server_raftmetrics_number_of_voters", {}),
+        ("kafka_server_raft_metrics_number_of_voters", {}),
+        ("kafka.server:type=raft-metrics", "number-of-voters"),
+    ),
+    (
+        "raft_number_of_observers",
+        None,
+        ("kafka_server_raftmetrics_number_of_observers", {}),
+        ("kafka_server_raft_metrics_number_of_observers", {}),
+        ("kafka.server:type=raft-metrics", "number-of-observers"),
+    ),
+    (
+        "raft_uncommitted_voter_change",
+        None,
+        ("kafka_server_raftmetrics_uncommitted_voter_change", {}),
+        ("kafka_server_raft_metrics_uncommitted_voter_change", {}),
+        ("kafka.server:type=raft-metrics", "uncommitted-voter-change"),
+    ),
+    (
+        "controller_ignored_static_voters",
+        None,
+        ("kafka_controller_kafkacontroller_ignoredstaticvoters", {}),
+        ("kafka_controller_KafkaController_Value", {"name": "IgnoredStaticVoters"}),
+        ("kafka.controller:type=KafkaController,name=IgnoredStaticVoters", "Value"),
+    ),
+    (
+        "broker_ignored_static_voters",
+        None,
+        ("kafka_server_brokermetadatametrics_ignored_static_voters", {}),
+        ("kafka_server_broker_metadata_metrics_ignored_static_voters", {}),
+        ("kafka.server:type=broker-metadata-metrics", "ignored-static-voters"),
+    ),
+    (
+        "controller_avg_idle_ratio",
+        None,
+        ("kafka_controller_controllereventmanager_avgidleratio", {}),
+        ("kafka_controller_ControllerEventManager_Value", {"name": "AvgIdleRatio"}),
+        ("kafka.controller:type=ControllerEventManager,name=AvgIdleRatio", "Value"),
+    ),
+    (
+        "controller_unclean_leader_elections_total",
+        None,
+        ("kafka_controller_controllerstats_uncleanleaderelections_total", {}),
+        ("kafka_controller_ControllerStats_Count", {"name": "UncleanLeaderElectionsPerSec"}),
+        ("kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count"),
+    ),
+    (
+        "controller_elr_elections_total",
+        None,
+        ("kafka_controller_controllerstats_electionfromeligibleleaderreplicas_total", {}),
+        ("kafka_controller_ControllerStats_Count", {"name": "ElectionFromEligibleLeaderReplicasPerSec"}),
+        ("kafka.controller:type=ControllerStats,name=ElectionFromEligibleLeaderReplicasPerSec", "Count"),
+    ),
+    (
+        "controller_broker_registration_state",
+        5,
+        ("kafka_controller_kafkacontroller_brokerregistrationstate", {"broker": "5"}),
+        ("kafka_controller_KafkaController_Value", {"broker": "5", "name": "BrokerRegistrationState"}),
+        ("kafka.controller:type=KafkaController,name=BrokerRegistrationState,broker=5", "Value"),
+    ),
+    (
+        "controller_time_since_last_heartbeat_received_ms",
+        6,
+        ("kafka_controller_kafkacontroller_timesincelastheartbeatreceivedms", {"broker": "6"}),
+        ("kafka_controller_KafkaController_Value", {"broker": "6", "name": "TimeSinceLastHeartbeatReceivedMs"}),
+        ("kafka.controller:type=KafkaController,name=TimeSinceLastHeartbeatReceivedMs,broker=6", "Value"),
+    ),
+    (
+        "controller_controlled_shutdown_broker_count",
+        None,
+        ("kafka_controller_kafkacontroller_controlledshutdownbrokercount", {}),
+        ("kafka_controller_KafkaController_Value", {"name": "ControlledShutdownBrokerCount"}),
+        ("kafka.controller:type=KafkaController,name=ControlledShutdownBrokerCount", "Value"),
+    ),
+]
+
+
+@pytest.mark.parametrize("metric,broker,strimzi,default,jolokia", KAFKA_4X, ids=[k[0] for k in KAFKA_4X])
+def test_kafka_4x_signals_have_one_name_in_every_naming(metric, broker, strimzi, default, jolokia):
+    for name, labels in (strimzi, default):
+        mapped = canonical_metric(name, labels)
+        assert (mapped["metric"], mapped["broker_id"]) == (metric, broker), (name, labels)
+    mapped = canonical_from_mbean(*jolokia)
+    assert (mapped["metric"], mapped["broker_id"]) == (metric, broker), jolokia
+
+
+def test_other_meter_counts_and_rates_keep_their_own_names():
+    # only the two election meters' Count is canonical; their rates and other meters keep their own names
+    assert canonical_metric("kafka_controller_ControllerStats_OneMinuteRate", {"name": "UncleanLeaderElectionsPerSec"})[
+        "metric"
+    ] == ("kafka_controller_controllerstats_oneminuterate_uncleanleaderelectionspersec")
+    own = canonical_metric("kafka_server_ReplicaManager_Count", {"name": "IsrShrinksPerSec"})
+    assert own["metric"] == "kafka_server_replicamanager_count_isrshrinkspersec" and own["broker_id"] is None
+    # a broker label on a series outside the canonical list stays in its name, not in broker_id
+    other = canonical_metric("kafka_controller_kafkacontroller_somethingelse", {"broker": "4"})
+    assert other["metric"] == "kafka_controller_kafkacontroller_somethingelse_4" and other["broker_id"] is None

@@ -351,6 +351,39 @@ def v2_zero_directory() -> list[tuple]:
     return [admin("r1", response(2, voters, scenario_observers(2)), 2)]
 
 
+@case
+def v2_nodes() -> list[tuple]:
+    resp = response(2, scenario_voters(2), scenario_observers(2))
+    resp["nodes"] = [
+        {"nodeId": 3000, "listeners": [{"name": "CONTROLLER", "host": "controller-0", "port": 9093}]},
+        {
+            "nodeId": 3002,
+            "listeners": [
+                {"name": "CONTROLLER", "host": "controller-2", "port": 9093},
+                {"name": "SSL", "host": "controller-2", "port": 9094},
+            ],
+        },
+    ]
+    return [admin("r1", resp, 2)]
+
+
+def test_v2_nodes_give_the_voters_endpoints(built):
+    """DescribeQuorum v2 `nodes`: each voter's listeners as NAME://host:port; a voter the list leaves out, and every
+    observer, has NULL."""
+    _, replicas, _ = built[v2_nodes]
+    check_rows(
+        replicas,
+        ["replica_id", "is_voter", "endpoints"],
+        "replica_id INT, is_voter BOOLEAN, endpoints ARRAY<STRING>",
+        [
+            (3000, True, ["CONTROLLER://controller-0:9093"]),
+            (3001, True, None),
+            (3002, True, ["CONTROLLER://controller-2:9093", "SSL://controller-2:9094"]),
+            (0, False, None),
+        ],
+    )
+
+
 def test_v2_directory_ids_all_zero_becomes_null_and_empty_error_message_is_null(built):
     snapshots, replicas, _ = built[v2_zero_directory]
     check_rows(snapshots, SNAPSHOT_COLUMNS, SNAPSHOT_SCHEMA, [snapshot(api_version=2)])
@@ -1041,10 +1074,22 @@ def test_cli_snapshot_replication_only():
         "is_voter": True,
         "position": 2,
         "replica_directory_id": "b-DwmhtOheTqZzPoh52kfA",
+        "endpoints": None,
         "log_end_offset": 18530,
         "last_fetch_ms": 1730000000200,
         "last_caught_up_ms": 1729999998100,
         "is_leader": False,
+    }
+
+
+def test_cli_snapshot_voters_take_their_endpoints_from_status_39():
+    """--status (3.9+) prints each voter's endpoints; observers have none, and --replication alone gives none."""
+    snap = cli_snapshot(REPLICATION_39, STATUS_39, COLLECTED_MS)
+    assert {r["replica_id"]: r["endpoints"] for r in snap["replicas"]} == {
+        3000: ["CONTROLLER://controller-0:9093"],
+        3001: ["CONTROLLER://controller-1:9093"],
+        3002: ["CONTROLLER://controller-2:9093"],
+        0: None,
     }
 
 
@@ -1102,6 +1147,7 @@ def test_cli_snapshot_unknown_high_watermark_and_leo():
         "is_voter": True,
         "position": 0,
         "replica_directory_id": None,
+        "endpoints": None,
         "log_end_offset": None,
         "last_fetch_ms": None,
         "last_caught_up_ms": None,
