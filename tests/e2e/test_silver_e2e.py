@@ -132,7 +132,7 @@ def test_every_bronze_record_is_in_silver_or_quarantined_and_reruns_change_nothi
     for name in ("quorum_raw", "metrics_raw", "partitions_raw"):
         for r in table(spark, warehouse, "bronze", name).collect():
             bronze[r["record_id"]] = (name, r)
-    assert len(bronze) == 23 + 12 + 17 + 4 + 1 + 1 + 2 + 1
+    assert len(bronze) == 23 + 14 + 17 + 4 + 1 + 1 + 2 + 1
 
     # Referenced by a silver row.
     in_silver = {rid for r in silver("quorum_snapshots").select("record_ids").collect() for rid in r["record_ids"]}

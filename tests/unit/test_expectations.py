@@ -79,6 +79,7 @@ BASE = {
         "source": "admin",
         "record_id": "r",
         "ingested_at": NAIVE_RUN_AT,
+        "endpoints": None,
     },
     SILVER_PARTITION_STATES.name: {
         "cluster_id": "c",

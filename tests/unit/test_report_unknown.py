@@ -43,6 +43,8 @@ def _page(overview: list[dict], sli: list[dict], lag: list[dict]) -> str:
         "budget_latest": [],
         "budget_days": [],
         "burn_episodes": [],
+        "incidents": [],
+        "incident_events": [],
     }
     return build_report(data, 2000, T1)
 
