@@ -12,25 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from quorumlake.contract.tables import (
-    GOLD_AT_MIN_ISR_EPISODES,
-    GOLD_BROKER_REGISTRATIONS,
     GOLD_CLUSTER_COHORTS,
     GOLD_CONTROLLER_HEALTH,
     GOLD_DIM_CLUSTER,
     GOLD_DIM_DATE,
     GOLD_DIM_NODE,
-    GOLD_INCIDENT_EVENTS,
-    GOLD_INCIDENTS,
-    GOLD_ISR_HEALTH,
-    GOLD_ISR_HEALTH_BY_TOPIC,
     GOLD_METADATA_OFFSET_DIVERGENCE,
-    GOLD_QUORUM_EVENTS,
-    GOLD_QUORUM_HEALTH,
     GOLD_QUORUM_MEMBERSHIP,
-    GOLD_QUORUM_STATUS,
     GOLD_REPLICA_LAG_SLI,
     GOLD_SLO_BUDGET,
-    GOLD_SLO_BURN,
+    GOLD_TABLES,
     TableSpec,
 )
 
@@ -51,25 +42,8 @@ PRIMARY_KEYS: tuple[TableSpec, ...] = (GOLD_DIM_CLUSTER, GOLD_DIM_NODE, GOLD_DIM
 FOREIGN_KEYS: tuple[ForeignKey, ...] = (
     *(
         ForeignKey(fact, ("cluster_id",), GOLD_DIM_CLUSTER)
-        for fact in (
-            GOLD_QUORUM_STATUS,
-            GOLD_QUORUM_HEALTH,
-            GOLD_REPLICA_LAG_SLI,
-            GOLD_ISR_HEALTH,
-            GOLD_ISR_HEALTH_BY_TOPIC,
-            GOLD_AT_MIN_ISR_EPISODES,
-            GOLD_METADATA_OFFSET_DIVERGENCE,
-            GOLD_CONTROLLER_HEALTH,
-            GOLD_BROKER_REGISTRATIONS,
-            GOLD_SLO_BURN,
-            GOLD_SLO_BUDGET,
-            GOLD_CLUSTER_COHORTS,
-            GOLD_QUORUM_MEMBERSHIP,
-            GOLD_QUORUM_EVENTS,
-            GOLD_INCIDENTS,
-            GOLD_INCIDENT_EVENTS,
-            GOLD_DIM_NODE,
-        )
+        # every fact table, and the node dimension: each gold table is a cluster's
+        for fact in (*GOLD_TABLES, GOLD_DIM_NODE)
     ),
     *(ForeignKey(fact, ("day",), GOLD_DIM_DATE) for fact in (GOLD_SLO_BUDGET, GOLD_CLUSTER_COHORTS)),
     ForeignKey(GOLD_METADATA_OFFSET_DIVERGENCE, ("cluster_id", "node_id"), GOLD_DIM_NODE),
