@@ -141,6 +141,23 @@ class Scenario:
     def bootstrap(self) -> str:
         return self.cluster.bootstrap_servers()
 
+    def create_topic(self, folder: Path, name: str, partitions: int, rf: int, min_isr: str | None) -> None:
+        """kafka-topics --create (with min.insync.replicas when given), its output kept in `folder`."""
+        self.run_tool(
+            folder / f"create-{name}.txt",
+            TOPICS,
+            "--bootstrap-server",
+            self.bootstrap(),
+            "--create",
+            "--topic",
+            name,
+            "--partitions",
+            str(partitions),
+            "--replication-factor",
+            str(rf),
+            *(["--config", f"min.insync.replicas={min_isr}"] if min_isr else []),
+        )
+
     def describe_topics(self) -> str:
         return self.cluster.tool_text(TOPICS, "--bootstrap-server", self.bootstrap(), "--describe")[1]
 
@@ -507,22 +524,8 @@ def drive_kafka_4x_faults(s: Scenario, cluster: KafkaCluster, tmp_path: Path) ->
     s.moment()
 
     s.begin("misconfigured-topic")
-    name, partitions, rf, min_isr = MISCONFIGURED
-    s.run_tool(
-        tmp_path / f"create-{name}.txt",
-        TOPICS,
-        "--bootstrap-server",
-        s.bootstrap(),
-        "--create",
-        "--topic",
-        name,
-        "--partitions",
-        str(partitions),
-        "--replication-factor",
-        str(rf),
-        "--config",
-        f"min.insync.replicas={min_isr}",
-    )
+    name, partitions, rf, _ = MISCONFIGURED
+    s.create_topic(tmp_path, *MISCONFIGURED)
 
     def settled() -> bool:
         lines = [p for (topic, _), p in partition_lines(s.describe_topics()).items() if topic == name]
@@ -608,22 +611,8 @@ def live(cluster, tmp_path_factory, request) -> Live:
     version = kafka_version(cluster)
     log(f"Apache Kafka {version} (Maven Central artifacts {cluster.artifacts.version}), cluster {cluster.cluster_id}")
     s = Scenario(cluster, tmp_path)
-    b = s.bootstrap()
-    for name, partitions, rf, min_isr in TOPIC_SPECS:
-        s.run_tool(
-            tmp_path / f"create-{name}.txt",
-            TOPICS,
-            "--bootstrap-server",
-            b,
-            "--create",
-            "--topic",
-            name,
-            "--partitions",
-            str(partitions),
-            "--replication-factor",
-            str(rf),
-            *(["--config", f"min.insync.replicas={min_isr}"] if min_isr else []),
-        )
+    for spec in TOPIC_SPECS:
+        s.create_topic(tmp_path, *spec)
 
     s.begin("healthy")
     s.wait_isr(set())
@@ -1047,21 +1036,8 @@ def dynamic_live(dynamic_cluster, tmp_path_factory, request) -> DynamicLive:
     tmp_path = tmp_path_factory.mktemp("live-dynamic")
     started = time.monotonic()
     s = Scenario(cluster, tmp_path)
-    for name, partitions, rf, min_isr in TOPIC_SPECS:
-        s.run_tool(
-            tmp_path / f"create-{name}.txt",
-            TOPICS,
-            "--bootstrap-server",
-            s.bootstrap(),
-            "--create",
-            "--topic",
-            name,
-            "--partitions",
-            str(partitions),
-            "--replication-factor",
-            str(rf),
-            *(["--config", f"min.insync.replicas={min_isr}"] if min_isr else []),
-        )
+    for spec in TOPIC_SPECS:
+        s.create_topic(tmp_path, *spec)
 
     def replication() -> dict[int, dict[str, str]]:
         code, text = cluster.tool_text(
