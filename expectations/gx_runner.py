@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,30 +21,10 @@ class RuleOutcome:
     error: str | None = None
 
 
-_importing: threading.Thread | None = None
-
-
-def warm_up() -> None:
-    """Import Great Expectations in the background: its import is 2.5-4 s of a new process's CPU, which a run that
-    will validate pays while bronze waits on Spark instead of when silver's first batch needs it. Cheap once
-    imported; a validator waits for it (importing one package from two threads is not safe to rely on)."""
-    global _importing
-    if _importing is None and "great_expectations" not in sys.modules:
-        _importing = threading.Thread(target=_import, name="quorumlake-gx-import", daemon=True)
-        _importing.start()
-
-
-def _import() -> None:
-    import great_expectations
-    import great_expectations.expectations  # noqa: F401
-
-
 class GxValidator:
     """One ephemeral GX context per process; one datasource and one validation definition per suite."""
 
     def __init__(self) -> None:
-        if _importing is not None:
-            _importing.join()
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 

@@ -3,8 +3,7 @@
 # Versions are pinned by constraints.txt (pip -c), so a fresh clone installs exactly what CI tested;
 # `--unpinned` resolves from pyproject.toml alone (used by `make constraints` to re-pin after an upgrade).
 # Then Spark is prepared once per machine and version: a first local start has Spark resolve Delta's JVM jars from
-# Maven Central into its cache, and a JVM class archive is built so that every later Spark start is faster
-# (pipelines/engine/local.py, `prepare`).
+# Maven Central into its cache (pipelines/engine/local.py, `prepare`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"

@@ -341,6 +341,9 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     return 0
 
 
+TABLES_MAINTAINED_AT_ONCE = 4
+
+
 def maintenance(lakehouse, vacuum_hours: int, progress: Progress, now_s: float) -> list[tuple[str, str]]:
     """OPTIMIZE then VACUUM every registered table (retention `vacuum_hours`, Delta's default is 168), a few tables at
     a time: each table's commands are mostly fixed costs (planning, listing, a commit), and tables are independent.
@@ -376,9 +379,7 @@ def maintenance(lakehouse, vacuum_hours: int, progress: Progress, now_s: float) 
         lakehouse.writes.vacuum(spec, vacuum_hours)
         return name, "optimized, vacuumed"
 
-    from quorumlake.pipelines.storage import TABLES_AT_ONCE
-
-    with ThreadPoolExecutor(max_workers=TABLES_AT_ONCE) as pool:
+    with ThreadPoolExecutor(max_workers=TABLES_MAINTAINED_AT_ONCE) as pool:
         return list(pool.map(maintain, ALL_TABLES))
 
 

@@ -3,9 +3,8 @@
 Nothing here runs on Databricks or through `spark_remote` (`quorumlake.pipelines.engine.session.get_spark` imports
 this module only when it starts a local session). It holds the local session's settings and what makes local runs
 faster where that pays on a laptop or a CI machine:
-- a JVM class archive (CDS) built once per machine and version (`prepare`, run by scripts/bootstrap.sh), mapped by
-  every later start instead of loading and verifying those classes again;
-- the jars Ivy resolved for Delta, remembered and given to later starts directly (no resolution per start);
+- the jars Ivy resolved for Delta (at install, `prepare`, run by scripts/bootstrap.sh), remembered and given to later
+  starts directly (no resolution per start);
 - JVM options for runs known to be small (`SMALL_RUN_JAVA_OPTIONS`: the demo, the test suite);
 - for a run whose new data is small, Spark's interpreted engine with one task per stage (`tune_for`), and frames kept
   as local checkpoints instead of persisted (`checkpointed`).
@@ -19,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -53,9 +51,8 @@ def local_session(config: Config, app_name: str = "quorumlake") -> SparkSession:
     return spark
 
 
-def builder(config: Config, app_name: str, dump_classes_to: Path | None = None) -> SparkSession.Builder:
-    """The builder of a local session with Delta; with `dump_classes_to`, its JVM writes a class archive there when it
-    exits (`prepare`)."""
+def builder(config: Config, app_name: str) -> SparkSession.Builder:
+    """The builder of a local session with Delta."""
     from delta import configure_spark_with_delta_pip
 
     settings = resources.files("quorumlake.pipelines.engine").joinpath("ivysettings.xml")
@@ -63,11 +60,6 @@ def builder(config: Config, app_name: str, dump_classes_to: Path | None = None) 
     warehouse = Path(config.warehouse).absolute()
     java_opts = f"-Dquorumlake.maven.root={maven_root} -Dderby.system.home={warehouse / '_derby'}"
     resolved = _resolved_jars()
-    archive = class_archive(resolved)
-    if dump_classes_to is not None:
-        java_opts += f" -XX:ArchiveClassesAtExit={dump_classes_to} {_QUIET_CDS}"
-    elif os.environ.get("QUORUMLAKE_CLASS_ARCHIVE", "on") != "off" and archive.is_file():
-        java_opts += f" -XX:SharedArchiveFile={archive} {_QUIET_CDS}"
     if config.java_options.strip():
         java_opts += f" {config.java_options.strip()}"
     builder = (
@@ -95,10 +87,6 @@ def builder(config: Config, app_name: str, dump_classes_to: Path | None = None) 
         .config("spark.databricks.delta.delta.log.cacheSize", "40")
         .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
-        # PySpark's DataFrame debugging records the Python call site of every DataFrame and Column function call (a
-        # stack inspection and several Py4J round trips per call) to name it in error messages; errors keep their
-        # message without it
-        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
         # The driver's heap (1 GB by default) holds the run's work, not its history. A cached batch is built whole in
         # the heap before it goes to disk, and a silver batch's rows carry their records' payloads: batches of 1,000
         # rows instead of 10,000.
@@ -131,46 +119,11 @@ def builder(config: Config, app_name: str, dump_classes_to: Path | None = None) 
 # Not the default: G1 is what large runs are sized for in the default 1 GB heap.
 SMALL_RUN_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:CompileThresholdScaling=4"
 
-# CDS reports what it cannot archive or map as warnings on the console; it falls back to loading classes itself.
-_QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"
-
-
-def class_archive(resolved: list[str] | None = None) -> Path:
-    """Where the JVM class archive (CDS) for this Java, PySpark, Delta and set of jars (`resolved`, else the
-    remembered ones) is kept (it exists once `prepare` built it). An archive built for anything else is never used:
-    the name changes with them."""
-    import pyspark
-
-    resolved = _resolved_jars() if resolved is None else resolved
-    home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else (shutil.which("java") or "java")
-    try:
-        java = os.path.realpath(java)
-        stamp = os.stat(java).st_mtime_ns
-    except OSError:
-        stamp = 0
-    spark_jars = os.path.dirname(pyspark.__file__)  # where this PySpark's jars are: the archive's class path
-    key = f"{java} {stamp} {spark_jars} {pyspark.__version__} {_delta_version()} {' '.join(resolved)}"
-    return ivy_home().parent / "cds" / f"spark-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
-
-
-def prepare(config: Config) -> Path | None:
-    """Make later local starts fast, once per machine and version: a first start has Spark resolve (download) Delta's
-    jars, then a small Delta workload runs in a JVM that archives the classes it loaded when it exits. Returns the
-    archive (None when it could not be built; starts then simply load classes as usual)."""
+def prepare(config: Config) -> None:
+    """Have Spark resolve (download) Delta's jars once, at install, so that the first run does not wait for it and
+    every later start is given the remembered jars."""
     if not _resolved_jars():
         subprocess.run([sys.executable, "-c", _START_ONCE, config.warehouse], check=True, timeout=1800)
-    target = class_archive()
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{target.stem}.{os.getpid()}.partial")
-    done = subprocess.run([sys.executable, "-c", _WORKLOAD, config.warehouse, str(partial)], timeout=1800)
-    if done.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
-        partial.unlink(missing_ok=True)
-        return None
-    os.replace(partial, target)
-    return target
 
 
 _START_ONCE = """
@@ -178,35 +131,6 @@ import sys
 from quorumlake.pipelines.config import Config
 from quorumlake.pipelines.engine.local import local_session
 local_session(Config(warehouse=sys.argv[1]), "quorumlake-prepare").stop()
-"""
-
-# Creates, merges into and reads the tables of a throw-away warehouse, so the classes of a run are loaded; the JVM
-# is then ended and awaited, because it writes the archive as it exits.
-_WORKLOAD = """
-import sys, tempfile
-from pathlib import Path
-from pyspark import SparkContext
-from quorumlake.pipelines.config import Config
-from quorumlake.pipelines.storage import Lakehouse
-from quorumlake.pipelines.engine.local import builder
-from quorumlake.contract.tables import ALL_TABLES, PIPELINE_RUNS, SILVER_QUORUM_SNAPSHOTS
-with tempfile.TemporaryDirectory(dir=sys.argv[1] if Path(sys.argv[1]).is_dir() else None) as root:
-    config = Config(warehouse=root)
-    spark = builder(config, "quorumlake-prepare", Path(sys.argv[2])).getOrCreate()
-    lakehouse = Lakehouse(spark, config)
-    lakehouse.ensure_tables(ALL_TABLES)
-    lakehouse.tune_for(0)
-    lakehouse.save_progress("prepare", {"t": 1})
-    runs = lakehouse.read(PIPELINE_RUNS)
-    lakehouse.replace_groups(PIPELINE_RUNS, runs.withColumn("source_version", runs.source_version + 1),
-                             runs.select("consumer"))
-    lakehouse.insert_new(PIPELINE_RUNS, runs)
-    print(lakehouse.progress("prepare"), lakehouse.reads.changes(SILVER_QUORUM_SNAPSHOTS, -1, 0).count())
-    gateway = SparkContext._gateway
-    spark.stop()
-    gateway.shutdown()
-    gateway.proc.stdin.close()
-    gateway.proc.wait(timeout=600)
 """
 
 
@@ -346,5 +270,5 @@ def start_with_output_to_log(config: Config, start: Callable[[], SparkSession]) 
 if __name__ == "__main__":  # `python -m quorumlake.pipelines.engine.local [WAREHOUSE]`: run by scripts/bootstrap.sh
     import tempfile
 
-    built = prepare(Config(warehouse=sys.argv[1] if len(sys.argv) > 1 else tempfile.gettempdir()))
-    print(f"Spark prepared (class archive: {built or 'not built'})")
+    prepare(Config(warehouse=sys.argv[1] if len(sys.argv) > 1 else tempfile.gettempdir()))
+    print("Spark prepared (Delta's jars resolved)")

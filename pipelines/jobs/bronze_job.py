@@ -12,7 +12,7 @@ Auto Loader / Spark's file source instead and handed to the same record builder.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -54,11 +54,8 @@ class BronzeCounts:
     errors: int
 
 
-def run_bronze(
-    lakehouse: Lakehouse, progress: Progress, on_new_files: Callable[[], None] = lambda: None
-) -> list[BronzeCounts]:
-    """Ingest the landing files not ingested yet; `on_new_files` is called once there are some, before they are
-    read (what comes after bronze can get ready meanwhile)."""
+def run_bronze(lakehouse: Lakehouse, progress: Progress) -> list[BronzeCounts]:
+    """Ingest the landing files not ingested yet."""
     config = lakehouse.config
     if config.ingest_mode == "autoloader" or not is_local(config.landing):
         return _run_streams(lakehouse, progress)
@@ -78,8 +75,6 @@ def run_bronze(
     else:
         new = _new_files(lakehouse, listing)
         progress(f"bronze: {len(listing)} landing files{skipped}, {len(new)} new")
-        if new:
-            on_new_files()
         lakehouse.tune_for(sum(f.size for f in new))
         chunk_bytes = (
             config.bronze_chunk_bytes if _stages(config) else min(config.bronze_chunk_bytes, IN_MEMORY_CHUNK_BYTES)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,13 +43,7 @@ def run_pipeline(
         for layer in LAYERS:
             if layer in layers and layer in LAYER_RUNNERS:
                 started = time.monotonic()
-                runner = LAYER_RUNNERS[layer]
-                if layer == "bronze" and "silver" in layers:
-                    # silver will validate what bronze ingests: Great Expectations is imported while bronze runs
-                    from quorumlake.expectations.gx_runner import warm_up
-
-                    runner = functools.partial(ingest_bronze, on_new_files=warm_up)
-                summaries += runner(lakehouse, progress, timings)
+                summaries += LAYER_RUNNERS[layer](lakehouse, progress, timings)
                 timings[layer] = round(time.monotonic() - started, 3)
                 progress(f"{layer}: done in {timings[layer]:.1f}s")
     except Exception:
@@ -118,13 +111,12 @@ def ingest_bronze(
     lakehouse: Lakehouse,
     progress: Progress,
     _timings: dict[str, float],
-    on_new_files: Callable[[], None] = lambda: None,
 ) -> list[TableSummary]:
     from quorumlake.pipelines.jobs.bronze_job import run_bronze
 
     return [
         TableSummary(c.table, c.rows, c.errors, "rows quarantined = records with a parse_error")
-        for c in run_bronze(lakehouse, progress, on_new_files)
+        for c in run_bronze(lakehouse, progress)
     ]
 
 

@@ -23,14 +23,13 @@ One `Lakehouse` object is the way in, made of parts by concern:
 """
 
 from quorumlake.pipelines.storage.bounds import Bounds
-from quorumlake.pipelines.storage.catalog import TABLES_AT_ONCE, registry_fingerprint
+from quorumlake.pipelines.storage.catalog import registry_fingerprint
 from quorumlake.pipelines.storage.lakehouse import PARQUET_TO_LANDING, Lakehouse
 from quorumlake.pipelines.storage.log import batches
 from quorumlake.pipelines.storage.sources import Attempt
 
 __all__ = [
     "PARQUET_TO_LANDING",
-    "TABLES_AT_ONCE",
     "Attempt",
     "Bounds",
     "Lakehouse",

@@ -6,7 +6,6 @@ are created by Delta (`CREATE TABLE`), a few at a time.
 from __future__ import annotations
 
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from deltalake import DeltaTable
@@ -73,13 +72,8 @@ class Catalog:
             self.register_names(specs)
             return []
         missing = [spec for spec in specs if not self.exists(spec)]
-
-        def create(spec: TableSpec) -> None:
+        for spec in missing:
             self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.ref(spec)} {_declared(spec)}")
-
-        # Each CREATE is one small commit, mostly waiting: a new warehouse's tables are created a few at a time.
-        with ThreadPoolExecutor(max_workers=TABLES_AT_ONCE) as pool:
-            list(pool.map(create, missing))
         return missing
 
     def set_declared_properties(self, specs: list[TableSpec]) -> None:
@@ -151,11 +145,6 @@ class Catalog:
         """Run `CREATE OR REPLACE VIEW` statements (the gold views, their names already resolved by `name_of`)."""
         for statement in statements:
             self.spark.sql(statement)
-
-
-# How many tables are created (a new warehouse) or maintained (`quorumlake maintenance`) at once: each table's commands
-# are mostly fixed costs and waiting (planning, listing, a commit), and tables are independent.
-TABLES_AT_ONCE = 4
 
 
 def registry_fingerprint(specs: tuple[TableSpec, ...]) -> str:

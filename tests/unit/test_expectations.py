@@ -3,8 +3,6 @@ row by row through with_failed_rules, and Great Expectations (GxValidator) count
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from importlib import resources
 from pathlib import Path
@@ -388,21 +386,3 @@ def test_failed_rows_become_quarantine_rows_naming_every_rule(spark):
         )
     ]  # the bronze records the snapshot came from
     assert '"cluster_id":"bad"' in quarantine[0]["record"] and '"leader_epoch":-1' in quarantine[0]["record"]
-
-
-def test_great_expectations_is_imported_in_the_background_and_a_validator_waits_for_it():
-    # a process of its own: this one imported Great Expectations long ago
-    code = (
-        "import sys\n"
-        "from quorumlake.expectations import gx_runner\n"
-        "gx_runner.warm_up()\n"
-        "thread = gx_runner._importing\n"
-        "assert thread is not None and thread.daemon\n"
-        "gx_runner.GxValidator()\n"
-        "assert not thread.is_alive() and 'great_expectations.expectations' in sys.modules\n"
-        "gx_runner.warm_up()\n"
-        "assert gx_runner._importing is thread  # started once\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "Exception in thread" not in done.stderr, done.stderr[-2000:]  # the import itself succeeded in its thread

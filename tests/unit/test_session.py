@@ -1,5 +1,5 @@
 """The local engine (`quorumlake.pipelines.engine.local`): the jars Ivy resolved are remembered and used only while every
-one is still cached, the class archive is per Java and jars, the JVM options of a small run; a classic session caches
+one is still cached, the JVM options of a small run; a classic session caches
 what `cached` is given, a small local run as local checkpoints."""
 
 from __future__ import annotations
@@ -30,27 +30,6 @@ def test_the_remembered_resolution_is_per_pyspark_and_delta_version(tmp_path, mo
     assert local._resolution_file() != first and local._resolution_file().parent == tmp_path
 
 
-def test_the_class_archive_is_per_java_and_jars(tmp_path, monkeypatch):
-    monkeypatch.setenv("QUORUMLAKE_IVY_HOME", str(tmp_path / "ivy"))
-    first = local.class_archive()
-    assert first.parent == tmp_path / "cds" and first.suffix == ".jsa"
-    fake_java = tmp_path / "jdk" / "bin" / "java"
-    fake_java.parent.mkdir(parents=True)
-    fake_java.write_text("")
-    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
-    assert local.class_archive() != first  # another JVM never maps an archive it did not write
-
-
-def test_the_suite_session_starts_with_the_class_archive_when_one_was_prepared(spark):
-    # scripts/bootstrap.sh prepares it before the suite runs (`make test`)
-    arguments = list(
-        spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
-    )
-    archive = local.class_archive()
-    uses = any(a == f"-XX:SharedArchiveFile={archive}" for a in arguments)
-    assert uses == archive.is_file()
-
-
 def test_the_suite_session_runs_the_jvm_options_of_a_small_run(spark):
     arguments = list(
         spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
@@ -69,7 +48,7 @@ def test_java_options_come_after_quorumlake_s_own(tmp_path):
     options = dict(local.builder(config, "t")._options)["spark.driver.extraJavaOptions"]
     assert options.startswith("-Dquorumlake.maven.root=") and options.endswith(" -Xss4m -XX:+UseParallelGC")
     plain = dict(local.builder(Config(warehouse=str(tmp_path)), "t")._options)["spark.driver.extraJavaOptions"]
-    assert "-XX:" not in plain.replace("-XX:SharedArchiveFile", "")  # nothing of ours beyond the class archive
+    assert "-XX:" not in plain  # the JVM's own defaults otherwise
 
 
 def test_the_demo_runs_the_jvm_of_a_small_run(tmp_path):
