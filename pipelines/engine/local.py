@@ -119,6 +119,7 @@ def builder(config: Config, app_name: str) -> SparkSession.Builder:
 # Not the default: G1 is what large runs are sized for in the default 1 GB heap.
 SMALL_RUN_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:CompileThresholdScaling=4"
 
+
 def prepare(config: Config) -> None:
     """Have Spark resolve (download) Delta's jars once, at install, so that the first run does not wait for it and
     every later start is given the remembered jars."""
