@@ -87,6 +87,10 @@ def builder(config: Config, app_name: str) -> SparkSession.Builder:
         .config("spark.databricks.delta.delta.log.cacheSize", "40")
         .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+        # Each query's plan is also rendered as text for the SQL listener (the UI's and the event log's description).
+        # A backfill's gold plans nest the persisted silver changes in every source they join, and rendering one in
+        # full took more than the 1 GB default heap; the text is cut at this many characters instead.
+        .config("spark.sql.maxPlanStringLength", str(MAX_PLAN_STRING_LENGTH))
         # The driver's heap (1 GB by default) holds the run's work, not its history. A cached batch is built whole in
         # the heap before it goes to disk, and a silver batch's rows carry their records' payloads: batches of 1,000
         # rows instead of 10,000.
@@ -112,6 +116,8 @@ def builder(config: Config, app_name: str) -> SparkSession.Builder:
         builder = builder.config("spark.jars.packages", "").config("spark.jars", ",".join(resolved))
     return builder
 
+
+MAX_PLAN_STRING_LENGTH = 100_000
 
 # JVM options (the `java_options` setting) for runs known to be small: the demo fleet, the test suite. On a run of a few
 # MB a local JVM spends most of its CPU on itself, compiling code and marking the heap concurrently: the parallel

@@ -51,6 +51,18 @@ def test_java_options_come_after_quorumlake_s_own(tmp_path):
     assert "-XX:" not in plain  # the JVM's own defaults otherwise
 
 
+def test_a_query_plan_is_rendered_as_text_only_up_to_a_bound(spark):
+    # a backfill's gold plans rendered in full once took more than the driver's 1 GB heap
+    assert spark.conf.get("spark.sql.maxPlanStringLength") == str(local.MAX_PLAN_STRING_LENGTH)
+    columns = [f"id + {i} AS a_column_with_a_rather_long_name_{i}" for i in range(3_000)]
+    spark.conf.set("spark.sql.debug.maxToStringFields", "10000")  # every column named, as a plan of many nodes would
+    try:
+        plan = spark.range(1).selectExpr(*columns)._jdf.queryExecution().toString()
+    finally:
+        spark.conf.unset("spark.sql.debug.maxToStringFields")
+    assert len(plan) <= local.MAX_PLAN_STRING_LENGTH + 1_000 < len("".join(columns))
+
+
 def test_the_demo_runs_the_jvm_of_a_small_run(tmp_path):
     from quorumlake.pipelines.app.commands import demo_config
 
