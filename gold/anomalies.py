@@ -31,6 +31,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from quorumlake.gold.islands import consecutive_runs
+
 # What each anomalous observation carries; `value` is the kind's measure (ms, records), 1.0 for a yes/no kind.
 ANOMALY_COLUMNS = ("cluster_id", "kind", "node_id", "topic", "partition", "at", "value", "detail")
 SERIES = ["cluster_id", "kind", "node_id", "topic", "partition"]
@@ -251,20 +253,14 @@ def _episodes_of(sources: list[tuple[str, DataFrame, DataFrame]]) -> DataFrame:
         all_times = t if all_times is None else all_times.unionByName(t)
         all_anomalies = a if all_anomalies is None else all_anomalies.unionByName(a)
     key = ["cluster_id", "_source", "_scope"]
-    indexed_times = all_times.distinct().withColumn("_i", F.row_number().over(Window.partitionBy(*key).orderBy("at")))
-    indexed = all_anomalies.join(indexed_times, [*key, "at"])
     series = [*SERIES, "_source", "_scope"]
-    run = F.col("_i") - F.row_number().over(Window.partitionBy(*series).orderBy("_i"))
-    grouped = (
-        indexed.withColumn("_run", run)
-        .groupBy(*series, "_run")
-        .agg(
-            F.min("at").alias("event_at"),
-            F.max("_i").alias("_last"),
-            F.count(F.lit(1)).cast("bigint").alias("observations"),
-            F.max("value").alias("peak"),
-            F.max_by("detail", F.struct(F.coalesce("value", F.lit(float("-inf"))), "at")).alias("detail"),
-        )
+    runs, indexed_times = consecutive_runs(all_anomalies, all_times, key, series, "at")
+    grouped = runs.groupBy(*series, "_run").agg(
+        F.min("at").alias("event_at"),
+        F.max("_i").alias("_last"),
+        F.count(F.lit(1)).cast("bigint").alias("observations"),
+        F.max("value").alias("peak"),
+        F.max_by("detail", F.struct(F.coalesce("value", F.lit(float("-inf"))), "at")).alias("detail"),
     )
     ends = indexed_times.select(*key, (F.col("_i") - 1).alias("_last"), F.col("at").alias("ended_at"))
     return grouped.join(ends, [*key, "_last"], "left").select(*EPISODE_COLUMNS[:-1], _critical().alias("critical"))

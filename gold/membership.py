@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from quorumlake.contract.tables import GOLD_QUORUM_EVENTS, GOLD_QUORUM_MEMBERSHIP
+from quorumlake.gold.islands import consecutive_runs
 
 _CLUSTER_NODE = ["cluster_id", "node_id"]
 
@@ -66,15 +67,11 @@ def _stretches(rows: DataFrame, seeds: DataFrame | None) -> tuple[DataFrame, Dat
                 F.col("is_removed_voter").alias("_removed"),
             )
         )
-    times = rows.select("cluster_id", F.col("collected_at").alias("at")).distinct()
-    times = times.withColumn("_i", F.row_number().over(Window.partitionBy("cluster_id").orderBy("at")))
-    indexed = rows.join(times.withColumnRenamed("at", "collected_at"), ["cluster_id", "collected_at"])
+    rows = rows.withColumn("_dir", F.coalesce("directory_id", F.lit("")))
     state = ["cluster_id", "node_id", "role", "_dir"]
-    indexed = indexed.withColumn("_dir", F.coalesce("directory_id", F.lit("")))
-    run = F.col("_i") - F.row_number().over(Window.partitionBy(*state).orderBy("_i"))
+    runs, numbered = consecutive_runs(rows, rows, ["cluster_id"], state, "collected_at")
     islands = (
-        indexed.withColumn("_run", run)
-        .groupBy(*state, "_run")
+        runs.groupBy(*state, "_run")
         .agg(
             F.first("directory_id").alias("directory_id"),
             F.min("_from").alias("valid_from"),
@@ -87,7 +84,7 @@ def _stretches(rows: DataFrame, seeds: DataFrame | None) -> tuple[DataFrame, Dat
         )
         .drop("_run", "_dir")
     )
-    return islands, times
+    return islands, numbered.withColumnRenamed("collected_at", "at")
 
 
 def _neighbours(islands: DataFrame) -> DataFrame:

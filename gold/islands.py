@@ -1,0 +1,18 @@
+"""Runs of consecutive observations (gaps and islands), shared by anomaly episodes and quorum membership."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+
+def consecutive_runs(
+    rows: DataFrame, times: DataFrame, within: list[str], state: list[str], at: str
+) -> tuple[DataFrame, DataFrame]:
+    """(runs, numbered times): the distinct times of each `within` group in `times`, numbered in order (`_i`), and
+    `rows` with the `_i` of their time `at` and `_run`, the same for the rows of a `state` group (a subgroup of
+    `within`) at consecutive numbers: a time of the group where the state group has no row ends its run."""
+    numbered = times.select(*within, at).distinct()
+    numbered = numbered.withColumn("_i", F.row_number().over(Window.partitionBy(*within).orderBy(at)))
+    run = F.col("_i") - F.row_number().over(Window.partitionBy(*state).orderBy("_i"))
+    return rows.join(numbered, [*within, at]).withColumn("_run", run), numbered
