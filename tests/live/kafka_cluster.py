@@ -21,6 +21,7 @@ import base64
 import contextlib
 import hashlib
 import os
+import random
 import select
 import shutil
 import signal
@@ -153,18 +154,40 @@ def fetch(version: str = KAFKA_VERSION, log: Callable[[str], None] = print) -> A
     return Artifacts(version, lib, agents[-1], runner_dir)
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now (all held open together, so they are distinct)."""
-    sockets = []
+def _ephemeral_range() -> tuple[int, int]:
     try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct ports free on 127.0.0.1 right now, taken below the kernel's ephemeral range.
+
+    The nodes bind them seconds later (after formatting). Ports from the ephemeral range could be handed in between
+    to any other process that binds port 0 or connects out (Spark's driver and block manager, Py4J, in another test
+    worker); ports below it are handed out only to those that ask for them by number."""
+    low, _ = _ephemeral_range()
+    pool = range(max(1024, low - 12_000), low)
+    if len(pool) < 4 * count:
+        pool = range(20_000, 32_768)
+    chosen: list[int] = []
+    for port in random.sample(pool, len(pool)):
+        if _is_free(port):
+            chosen.append(port)
+            if len(chosen) == count:
+                return chosen
+    raise RuntimeError(f"fewer than {count} free ports in {pool.start}-{pool.stop - 1}")
 
 
 def random_uuid() -> str:
@@ -286,6 +309,14 @@ BROKER_ONLY = {
 }
 
 
+class NodeStartFailed(RuntimeError):
+    """A node exited while starting; `port_taken`: because a port it was given was bound by then."""
+
+    def __init__(self, message: str, port_taken: bool) -> None:
+        super().__init__(message)
+        self.port_taken = port_taken
+
+
 @dataclass
 class Node:
     node_id: int
@@ -298,6 +329,7 @@ class Node:
     tls_port: int = 0  # brokers: an SSL listener (self-signed certificate for 127.0.0.1)
     process: subprocess.Popen | None = None
     log_offset: int = 0
+    stdout_offset: int = 0
     paused: bool = False  # frozen by SIGSTOP: alive, but answers nothing
 
     @property
@@ -319,6 +351,19 @@ class Node:
     @property
     def server_log(self) -> Path:
         return self.home / "logs" / "server.log"
+
+    def output_since_start(self) -> str:
+        """What the node wrote since it was last started: its console (the JVM, the metrics agent), then its log."""
+        parts = []
+        for path, offset in (
+            (self.home / "logs" / "stdout.log", self.stdout_offset),
+            (self.server_log, self.log_offset),
+        ):
+            if path.exists():
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    parts.append(f.read().decode("utf-8", errors="replace"))
+        return "\n".join(parts)
 
     @property
     def running(self) -> bool:
@@ -348,12 +393,22 @@ class KafkaCluster:
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        for node_id in (*CONTROLLER_IDS, *self.spare_controllers):
+            self.directory_ids[node_id] = random_uuid()
+        self._assign_ports()
+        (self.workdir / "log4j2-server.properties").write_text(LOG4J_SERVER, encoding="utf-8")
+        (self.workdir / "log4j2-tools.properties").write_text(LOG4J_TOOLS, encoding="utf-8")
+        (self.workdir / "exporter-default.yaml").write_text(EXPORTER_DEFAULT, encoding="utf-8")
+        (self.workdir / "exporter-strimzi.yaml").write_text(EXPORTER_STRIMZI_STYLE, encoding="utf-8")
+        # bounded admin timeouts for every tool call, so a tool facing a dead node fails instead of hanging
+        self.tool_config.write_text("request.timeout.ms=5000\ndefault.api.timeout.ms=10000\n", encoding="utf-8")
+
+    def _assign_ports(self) -> None:
+        """Fresh ports for every node (its listeners and its metrics endpoint)."""
         ports = free_ports(18 + 2 * len(self.spare_controllers))
         for i, node_id in enumerate(self.spare_controllers):
             home = self.workdir / f"node-{node_id}"
             self.nodes[node_id] = Node(node_id, "controller", ports[18 + 2 * i], ports[19 + 2 * i], home, "default")
-        for node_id in (*CONTROLLER_IDS, *self.spare_controllers):
-            self.directory_ids[node_id] = random_uuid()
         for i, node_id in enumerate(CONTROLLER_IDS + BROKER_IDS):
             role = "controller" if node_id in CONTROLLER_IDS else "broker"
             self.nodes[node_id] = Node(
@@ -366,12 +421,6 @@ class KafkaCluster:
                 ports[9 + i] if role == "broker" else 0,
                 ports[12 + i] if role == "broker" else 0,
             )
-        (self.workdir / "log4j2-server.properties").write_text(LOG4J_SERVER, encoding="utf-8")
-        (self.workdir / "log4j2-tools.properties").write_text(LOG4J_TOOLS, encoding="utf-8")
-        (self.workdir / "exporter-default.yaml").write_text(EXPORTER_DEFAULT, encoding="utf-8")
-        (self.workdir / "exporter-strimzi.yaml").write_text(EXPORTER_STRIMZI_STYLE, encoding="utf-8")
-        # bounded admin timeouts for every tool call, so a tool facing a dead node fails instead of hanging
-        self.tool_config.write_text("request.timeout.ms=5000\ndefault.api.timeout.ms=10000\n", encoding="utf-8")
 
     # --- addresses ---------------------------------------------------------------------------------------------
 
@@ -551,8 +600,29 @@ class KafkaCluster:
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
         return path
 
-    def start(self, timeout_s: float = 150) -> None:
-        """Format every node, start the controllers, then the brokers; wait until all six are started."""
+    def start(self, timeout_s: float = 150, attempts: int = 3) -> None:
+        """Format every node, start the controllers, then the brokers; wait until all six are started.
+
+        A node that finds one of its ports taken (bound by another process between the pick and the node's start)
+        exits with a BindException: then every node is stopped, their directories are set aside (`attempt-N/`, for
+        reading) and the cluster is formatted and started again on fresh ports. Any other failure is raised."""
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start(timeout_s)
+                return
+            except NodeStartFailed as failed:
+                if not failed.port_taken or attempt == attempts:
+                    raise
+                self.log(f"{failed}\nstarting the cluster again on fresh ports")
+                self.close(graceful=False)
+                aside = self.workdir / f"attempt-{attempt}"
+                aside.mkdir()
+                for node in self.nodes.values():
+                    if node.home.exists():
+                        node.home.rename(aside / node.home.name)
+                self._assign_ports()
+
+    def _start(self, timeout_s: float) -> None:
         started = time.monotonic()
         self._make_keystore()
         for node in self.nodes.values():
@@ -600,6 +670,8 @@ class KafkaCluster:
         logs = node.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         node.log_offset = node.server_log.stat().st_size if node.server_log.exists() else 0
+        stdout = logs / "stdout.log"
+        node.stdout_offset = stdout.stat().st_size if stdout.exists() else 0
         exporter = self.workdir / f"exporter-{node.exporter_style}.yaml"
         cmd = [
             "java",
@@ -613,7 +685,7 @@ class KafkaCluster:
             "kafka.Kafka",
             str(node.home / "server.properties"),
         ]
-        with open(logs / "stdout.log", "ab") as out:
+        with open(stdout, "ab") as out:
             node.process = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
             )
@@ -624,9 +696,11 @@ class KafkaCluster:
         node = self.nodes[node_id]
         while time.monotonic() < deadline:
             if not node.running:
-                raise RuntimeError(
+                output = node.output_since_start()
+                raise NodeStartFailed(
                     f"node {node_id} exited with {node.process.returncode if node.process else None}; "
-                    f"see {node.server_log}"
+                    f"see {node.server_log}; the end of its output:\n{output[-3000:]}",
+                    port_taken="Address already in use" in output,
                 )
             if node.server_log.exists():
                 with open(node.server_log, "rb") as f:

@@ -29,6 +29,7 @@ import io
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -465,7 +466,12 @@ def cluster(tmp_path_factory):
     artifacts = fetch(log=log)
     kafka = KafkaCluster(tmp_path_factory.mktemp("kafka"), artifacts, log=log)
     try:
-        kafka.start()
+        # controller 1's port taken before the start, as any process can take one between the pick and the bind:
+        # the cluster starts again on fresh ports (test_a_port_taken_before_the_start_is_replaced)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+            squatter.bind(("127.0.0.1", kafka.nodes[1].port))
+            squatter.listen()
+            kafka.start()
         yield kafka
     finally:
         kafka.close()
@@ -694,6 +700,15 @@ def live(cluster, tmp_path_factory, request) -> Live:
 
 
 # --- checks ----------------------------------------------------------------------------------------------------
+
+
+def test_a_port_taken_before_the_start_is_replaced(cluster):
+    first = cluster.workdir / "attempt-1" / "node-1"
+    taken = re.search(r"listeners=CONTROLLER://127\.0\.0\.1:(\d+)", (first / "server.properties").read_text())
+    assert taken is not None
+    assert "Address already in use" in (first / "logs" / "server.log").read_text(errors="replace")
+    assert cluster.nodes[1].port != int(taken.group(1))
+    assert not (cluster.workdir / "attempt-2").exists()
 
 
 def test_nothing_quarantined_but_the_collectors_error_records(live):
