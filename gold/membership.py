@@ -106,26 +106,40 @@ def _neighbours(islands: DataFrame) -> DataFrame:
     return islands.join(prev, [*_CLUSTER_NODE, "_first"], "left").join(nxt, [*_CLUSTER_NODE, "_last"], "left")
 
 
-def build_quorum_membership(rows: DataFrame, seeds: DataFrame | None = None) -> DataFrame:
+Stretched = tuple[DataFrame, DataFrame]
+
+
+def membership_stretches(rows: DataFrame, seeds: DataFrame | None = None) -> Stretched:
+    """What `build_quorum_membership` and `build_membership_events` both start from: the stretches, each with its
+    node's stretches just before and after it, and the clusters' numbered membership snapshots (cluster_id, _i, at).
+    A caller that builds both can compute it once and pass it to each (`stretched`)."""
+    islands, times = _stretches(rows, seeds)
+    return _neighbours(islands), times
+
+
+def build_quorum_membership(
+    rows: DataFrame, seeds: DataFrame | None = None, stretched: Stretched | None = None
+) -> DataFrame:
     """gold.quorum_membership rows from `membership_rows` (all membership snapshots of each cluster from some time
     on) and the stretches open just before that time (`seeds`, gold.quorum_membership rows whose `last_seen_at`
-    is the cluster's last membership snapshot before the rows)."""
-    islands, times = _stretches(rows, seeds)
+    is the cluster's last membership snapshot before the rows); `stretched`: `membership_stretches` of the same."""
+    stretches, times = stretched or membership_stretches(rows, seeds)
     ends = times.select("cluster_id", (F.col("_i") - 1).alias("_last"), F.col("at").alias("valid_to"))
     removed = (F.col("role") == "observer") & (F.col("_prev_role") == "voter")
     return (
-        _neighbours(islands)
-        .join(ends, ["cluster_id", "_last"], "left")
+        stretches.join(ends, ["cluster_id", "_last"], "left")
         .withColumn("is_removed_voter", F.coalesce(F.col("_seed_removed"), removed, F.lit(False)))
         .select(*GOLD_QUORUM_MEMBERSHIP.column_names)
     )
 
 
-def build_membership_events(rows: DataFrame, seeds: DataFrame | None = None) -> DataFrame:
+def build_membership_events(
+    rows: DataFrame, seeds: DataFrame | None = None, stretched: Stretched | None = None
+) -> DataFrame:
     """voter_added, voter_removed, observer_joined, observer_left and directory_changed events (gold.quorum_events
     rows) from the same input as `build_quorum_membership`; none at a cluster's first snapshot of `rows` (its
-    state before is unknown) or at the seeds' snapshot."""
-    islands, times = _stretches(rows, seeds)
+    state before is unknown) or at the seeds' snapshot; `stretched`: `membership_stretches` of the same."""
+    stretches, times = stretched or membership_stretches(rows, seeds)
     at = times.select("cluster_id", "_i", "at")
     voters = (
         rows.where(F.col("role") == "voter")
@@ -139,7 +153,6 @@ def build_membership_events(rows: DataFrame, seeds: DataFrame | None = None) -> 
             .agg(F.array_sort(F.collect_list("node_id")).alias("_voters"))
         )
         voters = voters.unionByName(seeded)
-    stretches = _neighbours(islands)
     same_role_new_dir_before = (F.col("_prev_role") == F.col("role")) & ~F.col("_prev_dir").eqNullSafe(
         F.col("directory_id")
     )

@@ -88,6 +88,13 @@ def cached(df: DataFrame, level: StorageLevel | None = None) -> DataFrame:
     return kept
 
 
+def literal(df: DataFrame) -> DataFrame:
+    """A small frame's rows, collected, as a frame of those rows: a query that reads it carries the rows, not the
+    lineage they were computed by (a scope of a few rows per cluster derived from a round's changes, say), so its
+    plan, and the plan's text, stay small."""
+    return df.sparkSession.createDataFrame(df.collect(), df.schema)
+
+
 def release(df: DataFrame) -> None:
     """Drop what `cached` persisted (nothing under Spark Connect; a local checkpoint waits for `release_all`, as what
     the run derived from it may still read its blocks)."""

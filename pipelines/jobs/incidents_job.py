@@ -40,8 +40,9 @@ from quorumlake.gold.membership import (
     build_membership_events,
     build_quorum_membership,
     membership_rows,
+    membership_stretches,
 )
-from quorumlake.pipelines.engine.session import cached, release
+from quorumlake.pipelines.engine.session import cached, literal, release
 from quorumlake.pipelines.storage import Bounds, Lakehouse
 
 MEMBERSHIP_EVENTS = ("voter_added", "voter_removed", "observer_joined", "observer_left", "directory_changed")
@@ -73,18 +74,15 @@ def membership(lakehouse: Lakehouse, replica_keys: DataFrame) -> None:
     last = held.groupBy("cluster_id").agg(F.max("last_seen_at").alias("_last"))
     # clusters whose known stretches all end before the change continue them; the others are rebuilt whole
     seeded = F.coalesce(F.col("_last") < F.col("_changed"), F.lit(False))
-    kept = (
-        changed.join(last, "cluster_id", "left")
-        .select(
+    kept = literal(
+        changed.join(last, "cluster_id", "left").select(
             "cluster_id",
             F.when(seeded, F.col("_changed")).otherwise(F.timestamp_seconds(F.lit(0))).alias("from_at"),
             seeded.alias("_seeded"),
         )
-        .transform(cached)
     )
     bounds = Bounds.of(kept, "from_at")
     if bounds is None:
-        release(kept)
         return
     continued = [r["cluster_id"] for r in kept.where("_seeded").select("cluster_id").collect()]
     scope = kept.drop("_seeded")
@@ -92,8 +90,11 @@ def membership(lakehouse: Lakehouse, replica_keys: DataFrame) -> None:
         _since(lakehouse.read(SILVER_REPLICA_STATES).where(bounds.since("collected_at").sql()), "collected_at", scope)
     ).transform(cached)
     seeds = held.where(F.col("valid_to").isNull() & F.col("cluster_id").isin(*continued)) if continued else None
-    stretches = build_quorum_membership(rows, seeds)
-    events = build_membership_events(rows, seeds)
+    # both builders start from the same stretches: computed once
+    neighbours, times = membership_stretches(rows, seeds)
+    stretched = (cached(neighbours), cached(times))
+    stretches = build_quorum_membership(rows, seeds, stretched)
+    events = build_membership_events(rows, seeds, stretched)
 
     def open_or_later(target: DataFrame, s: DataFrame):
         return (target["cluster_id"] == s["cluster_id"]) & (
@@ -108,8 +109,8 @@ def membership(lakehouse: Lakehouse, replica_keys: DataFrame) -> None:
         return _from("event_at")(target, s) & target["event"].isin(*MEMBERSHIP_EVENTS)
 
     lakehouse.replace_scope(GOLD_QUORUM_EVENTS, events, scope, membership_events, bounds.since("event_at"))
-    release(rows)
-    release(kept)
+    for frame in (*stretched, rows):
+        release(frame)
 
 
 def leader_events(lakehouse: Lakehouse, snapshot_keys: DataFrame) -> None:
@@ -184,14 +185,15 @@ def incidents(lakehouse: Lakehouse, changed: dict[str, DataFrame]) -> None:
         .groupBy("cluster_id")
         .agg(F.min("started_at").alias("_covering"))
     )
-    scope = (
-        earliest.join(covering, "cluster_id", "left")
-        .select("cluster_id", F.least("from_at", F.coalesce("_covering", "from_at")).alias("from_at"))
-        .transform(cached)
+    # a row per cluster, kept as literal rows: the sources' reads below join it, and would otherwise each carry the
+    # whole lineage of the round's changes in their plans
+    scope = literal(
+        earliest.join(covering, "cluster_id", "left").select(
+            "cluster_id", F.least("from_at", F.coalesce("_covering", "from_at")).alias("from_at")
+        )
     )
     bounds = Bounds.of(scope, "from_at")
     if bounds is None:
-        release(scope)
         return
 
     def read(spec, column, *cols):
@@ -234,4 +236,3 @@ def incidents(lakehouse: Lakehouse, changed: dict[str, DataFrame]) -> None:
         GOLD_INCIDENT_EVENTS, build_incident_events(grouped), scope, _from("event_at"), bounds.since("event_at")
     )
     release(grouped)
-    release(scope)

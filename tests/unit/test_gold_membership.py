@@ -20,6 +20,7 @@ from quorumlake.gold.membership import (
     build_quorum_membership,
     mark_removed_voters,
     membership_rows,
+    membership_stretches,
 )
 from tests.frames import assert_frames_equal, check_rows
 
@@ -130,12 +131,24 @@ def test_membership_events_at_the_first_snapshot_that_shows_the_change(spark):
 def test_seeded_rebuild_equals_the_full_one(spark):
     """Built from t4 on with the stretches open at t3 as seeds: the same stretches (those still open at t3 or
     starting later) and the same events from t4 on as one build over everything."""
-    first = build_quorum_membership(rows(spark, range(4))).cache()
+    first = build_quorum_membership(rows(spark, range(4)))
     seeds = first.where(F.col("valid_to").isNull())
     later = build_quorum_membership(rows(spark, range(4, 7)), seeds)
     expected = [r for r in EXPECTED_MEMBERSHIP if r[4] is None or r[4] >= t(4)]
     check_rows(later, GOLD_QUORUM_MEMBERSHIP.column_names, MEMBERSHIP, expected)
     events = build_membership_events(rows(spark, range(4, 7)), seeds)
+    check_rows(events, GOLD_QUORUM_EVENTS.column_names, EVENTS, [e for e in EXPECTED_EVENTS if e[1] >= t(4)])
+
+
+def test_stretches_computed_once_for_both_builders_give_the_same_tables(spark):
+    """As the gold job builds them: `membership_stretches` once, handed to both builders, with seeds."""
+    seeds = build_quorum_membership(rows(spark, range(4))).where(F.col("valid_to").isNull())
+    later = rows(spark, range(4, 7))
+    stretched = membership_stretches(later, seeds)
+    membership = build_quorum_membership(later, seeds, stretched)
+    expected = [r for r in EXPECTED_MEMBERSHIP if r[4] is None or r[4] >= t(4)]
+    check_rows(membership, GOLD_QUORUM_MEMBERSHIP.column_names, MEMBERSHIP, expected)
+    events = build_membership_events(later, seeds, stretched)
     check_rows(events, GOLD_QUORUM_EVENTS.column_names, EVENTS, [e for e in EXPECTED_EVENTS if e[1] >= t(4)])
 
 

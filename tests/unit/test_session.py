@@ -5,6 +5,7 @@ what `cached` is given, a small local run as local checkpoints."""
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import functions as F
 
 from quorumlake.pipelines.engine import local, session
 from tests.helpers import checkpointed_rdd
@@ -92,6 +93,7 @@ def test_a_small_local_run_keeps_a_local_checkpoint_until_the_run_ends(spark):
     from pyspark import StorageLevel
 
     assert spark.conf.get(session.LOCAL_CHECKPOINTS) == "true"  # the test session's small runs on a local master
+    spark.catalog.clearCache()  # what other tests of this worker's session cached
     cache = spark._jsparkSession.sharedState().cacheManager()
     df = spark.range(3).selectExpr("id * 2 AS x")
     kept = session.cached(df, StorageLevel.DISK_ONLY)
@@ -117,6 +119,7 @@ def test_what_a_run_cached_and_did_not_release_is_dropped_when_it_ends(
 
     if keep == "persist":
         request.getfixturevalue("persisting")
+    spark.catalog.clearCache()  # what other tests of this worker's session cached
     cache = spark._jsparkSession.sharedState().cacheManager()
     kept = session.cached(spark.range(3).selectExpr("id * 2 AS x"))
     assert kept.count() == 3
@@ -156,3 +159,13 @@ def test_a_local_session_bounds_what_one_batch_of_rows_holds_in_the_driver_heap(
     # Parquet column batch of 4,096 metric scrapes
     assert spark.conf.get("spark.sql.inMemoryColumnarStorage.batchSize") == "1000"
     assert spark.conf.get("spark.sql.parquet.columnarReaderBatchSize") == "1024"
+
+
+def test_a_literal_frame_holds_the_rows_not_the_lineage(spark):
+    derived = spark.range(5).selectExpr("id % 2 AS k", "id AS v").groupBy("k").agg(F.max("v").alias("v"))
+    rows = session.literal(derived)
+    assert sorted(map(tuple, rows.collect())) == [(0, 4), (1, 3)]
+    assert rows.schema == derived.schema
+    plan = rows._jdf.queryExecution().analyzed()
+    assert plan.children().isEmpty(), plan.toString()  # a leaf: the rows themselves
+    assert not derived._jdf.queryExecution().analyzed().children().isEmpty()
