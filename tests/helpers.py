@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -53,11 +54,45 @@ def quorumlake(
     )
 
 
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (what binding port 0 or connecting out draws from)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct ports free on 127.0.0.1 right now, taken below the kernel's ephemeral range.
+
+    A test's server binds them later (a Kafka node seconds later, after formatting). A port of the ephemeral range
+    could be handed in between to any other process that binds port 0 or connects out (Spark's driver and block
+    manager, Py4J, in another test worker); ports below it go only to those that ask for them by number."""
+    low = _ephemeral_low()
+    pool = range(max(1024, low - 12_000), low)
+    if len(pool) < 4 * count:
+        pool = range(20_000, 32_768)
+    chosen: list[int] = []
+    for port in random.sample(pool, len(pool)):
+        if _is_free(port):
+            chosen.append(port)
+            if len(chosen) == count:
+                return chosen
+    raise RuntimeError(f"fewer than {count} free ports in {pool.start}-{pool.stop - 1}")
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port free on 127.0.0.1 right now (below the ephemeral range: see `free_ports`)."""
+    return free_ports(1)[0]
 
 
 def accepts_connections(host: str, port: int) -> bool:

@@ -88,8 +88,8 @@ def builder(config: Config, app_name: str) -> SparkSession.Builder:
         .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
         # Each query's plan is also rendered as text for the SQL listener (the UI's and the event log's description).
-        # A backfill's gold plans nest the persisted silver changes in every source they join, and rendering one in
-        # full took more than the 1 GB default heap; the text is cut at this many characters instead.
+        # A backfill's gold plans are large (many sources joined, persisted frames nested in them), and a text of
+        # several such plans can take more than the 1 GB default heap; the text is cut at this many characters.
         .config("spark.sql.maxPlanStringLength", str(MAX_PLAN_STRING_LENGTH))
         # The driver's heap (1 GB by default) holds the run's work, not its history. A cached batch is built whole in
         # the heap before it goes to disk, and a silver batch's rows carry their records' payloads: batches of 1,000

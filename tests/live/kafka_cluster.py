@@ -21,17 +21,17 @@ import base64
 import contextlib
 import hashlib
 import os
-import random
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.helpers import free_ports
 
 KAFKA_VERSION = os.environ.get("QUORUMLAKE_KAFKA_VERSION", "4.3.1")
 LOG4J_VERSION = "2.25.4"
@@ -152,42 +152,6 @@ def fetch(version: str = KAFKA_VERSION, log: Callable[[str], None] = print) -> A
         runner_dir.mkdir(parents=True, exist_ok=True)
         _run(["javac", "-d", str(runner_dir), "-cp", f"{lib}/*", str(source)], root, 180, "javac ToolRunner.java")
     return Artifacts(version, lib, agents[-1], runner_dir)
-
-
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-def _is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def free_ports(count: int) -> list[int]:
-    """Distinct ports free on 127.0.0.1 right now, taken below the kernel's ephemeral range.
-
-    The nodes bind them seconds later (after formatting). Ports from the ephemeral range could be handed in between
-    to any other process that binds port 0 or connects out (Spark's driver and block manager, Py4J, in another test
-    worker); ports below it are handed out only to those that ask for them by number."""
-    low, _ = _ephemeral_range()
-    pool = range(max(1024, low - 12_000), low)
-    if len(pool) < 4 * count:
-        pool = range(20_000, 32_768)
-    chosen: list[int] = []
-    for port in random.sample(pool, len(pool)):
-        if _is_free(port):
-            chosen.append(port)
-            if len(chosen) == count:
-                return chosen
-    raise RuntimeError(f"fewer than {count} free ports in {pool.start}-{pool.stop - 1}")
 
 
 def random_uuid() -> str:
