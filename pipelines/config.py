@@ -72,8 +72,8 @@ class Config:
     small_run_bytes: int = 64 * 1024 * 1024
     spark_master: str = "local[*]"
     # Options for the JVM of a local Spark driver, after quorumlake's own (not on Databricks or Spark Connect, whose
-    # JVMs are started elsewhere), e.g. "-XX:+UseParallelGC". Empty: the JVM's defaults (the G1 collector), which
-    # large runs are sized for in the default 1 GB heap. Runs known to be small (the demo, the test suite) take
+    # JVMs are started elsewhere), e.g. "-Xss4m". The local JVM runs the parallel collector unless these name another
+    # (quorumlake.pipelines.engine.local.java_options). Runs known to be small (the demo, the test suite) take
     # quorumlake.pipelines.engine.local.SMALL_RUN_JAVA_OPTIONS (docs/configuration.md).
     java_options: str = ""
     # A Spark Connect server to run on instead of starting Spark in this process (`sc://host:port`); the server must

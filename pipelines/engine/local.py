@@ -5,7 +5,8 @@ this module only when it starts a local session). It holds the local session's s
 faster where that pays on a laptop or a CI machine:
 - the jars Ivy resolved for Delta (at install, `prepare`, run by scripts/bootstrap.sh), remembered and given to later
   starts directly (no resolution per start);
-- JVM options for runs known to be small (`SMALL_RUN_JAVA_OPTIONS`: the demo, the test suite);
+- the parallel garbage collector for every local JVM unless `java_options` picks one (`JAVA_OPTIONS`), and options
+  for runs known to be small (`SMALL_RUN_JAVA_OPTIONS`: the demo, the test suite);
 - for a run whose new data is small, Spark's interpreted engine with one task per stage (`tune_for`), and frames kept
   as local checkpoints instead of persisted (`checkpointed`).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -60,8 +62,7 @@ def builder(config: Config, app_name: str) -> SparkSession.Builder:
     warehouse = Path(config.warehouse).absolute()
     java_opts = f"-Dquorumlake.maven.root={maven_root} -Dderby.system.home={warehouse / '_derby'}"
     resolved = _resolved_jars()
-    if config.java_options.strip():
-        java_opts += f" {config.java_options.strip()}"
+    java_opts += f" {java_options(config.java_options)}"
     builder = (
         SparkSession.builder.master(config.spark_master)
         .appName(app_name)
@@ -119,11 +120,24 @@ def builder(config: Config, app_name: str) -> SparkSession.Builder:
 
 MAX_PLAN_STRING_LENGTH = 100_000
 
+# The local JVM's own options. A run is a batch on one machine: throughput is what counts, and the parallel collector
+# does the same work as the JVM's default (G1) without G1's concurrent marking threads, which on a laptop's few cores
+# take CPU from Spark's tasks (a medium backfill's gold layer: ~14 % less wall time, docs/decisions/0016).
+JAVA_OPTIONS = "-XX:+UseParallelGC"
+# A `java_options` setting that names a collector replaces ours (the JVM refuses two collectors).
+_COLLECTOR = re.compile(r"(^|\s)-XX:\+Use\w*GC(\s|$)")
+
 # JVM options (the `java_options` setting) for runs known to be small: the demo fleet, the test suite. On a run of a few
-# MB a local JVM spends most of its CPU on itself, compiling code and marking the heap concurrently: the parallel
-# collector has no concurrent threads, and scaling the compile thresholds by 4 compiles only what a small run repeats.
-# Not the default: G1 is what large runs are sized for in the default 1 GB heap.
-SMALL_RUN_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:CompileThresholdScaling=4"
+# MB a local JVM spends most of its CPU compiling code: scaling the compile thresholds by 4 compiles only what a small
+# run repeats.
+SMALL_RUN_JAVA_OPTIONS = "-XX:CompileThresholdScaling=4"
+
+
+def java_options(configured: str) -> str:
+    """The JVM options of a local driver: ours, then the `java_options` setting (which may replace our collector)."""
+    configured = configured.strip()
+    ours = "" if _COLLECTOR.search(configured) else JAVA_OPTIONS
+    return " ".join(o for o in (ours, configured) if o)
 
 
 def prepare(config: Config) -> None:

@@ -39,7 +39,7 @@ def test_the_suite_session_runs_the_jvm_options_of_a_small_run(spark):
     collectors = {
         b.getName() for b in spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     }
-    assert collectors == {"PS Scavenge", "PS MarkSweep"}  # the parallel collector, not G1
+    assert collectors == {"PS Scavenge", "PS MarkSweep"}  # the local engine's parallel collector, not the JVM's G1
 
 
 def test_java_options_come_after_quorumlake_s_own(tmp_path):
@@ -49,7 +49,21 @@ def test_java_options_come_after_quorumlake_s_own(tmp_path):
     options = dict(local.builder(config, "t")._options)["spark.driver.extraJavaOptions"]
     assert options.startswith("-Dquorumlake.maven.root=") and options.endswith(" -Xss4m -XX:+UseParallelGC")
     plain = dict(local.builder(Config(warehouse=str(tmp_path)), "t")._options)["spark.driver.extraJavaOptions"]
-    assert "-XX:" not in plain  # the JVM's own defaults otherwise
+    assert plain.endswith(" -XX:+UseParallelGC")  # the parallel collector when the setting names none
+
+
+@pytest.mark.parametrize(
+    ("configured", "expected"),
+    [
+        ("", "-XX:+UseParallelGC"),
+        ("  -Xss4m ", "-XX:+UseParallelGC -Xss4m"),
+        ("-XX:+UseG1GC", "-XX:+UseG1GC"),  # the JVM refuses two collectors: the setting's wins
+        ("-Xss4m -XX:+UseZGC -Dx=1", "-Xss4m -XX:+UseZGC -Dx=1"),
+        ("-XX:+UseParallelGC -XX:CompileThresholdScaling=4", "-XX:+UseParallelGC -XX:CompileThresholdScaling=4"),
+    ],
+)
+def test_a_collector_in_the_java_options_setting_replaces_the_parallel_one(configured, expected):
+    assert local.java_options(configured) == expected
 
 
 def test_a_query_plan_is_rendered_as_text_only_up_to_a_bound(spark):
