@@ -28,7 +28,7 @@ Kinds and sources:
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from quorumlake.gold.islands import consecutive_runs
@@ -93,31 +93,41 @@ def broker_down(partitions: DataFrame) -> tuple[DataFrame, DataFrame]:
     """From silver.partition_states rows (cluster_id, collected_at, leader_id, replicas, isr)."""
     rows = partitions.withColumnRenamed("collected_at", "at")
     times = rows.select("cluster_id", "at").distinct()
-    replicas = rows.select("cluster_id", "at", F.explode("replicas").alias("node_id"))
-    in_sync = rows.where(F.col("leader_id").isNotNull()).select(
-        "cluster_id", "at", F.explode(F.array_union("isr", F.array("leader_id"))).alias("node_id")
+    none = F.array().cast("array<int>")
+    in_sync = F.when(F.col("leader_id").isNotNull(), F.array_union("isr", F.array("leader_id")))
+    # each node a partition names (a replica, in its ISR or its leader), once per partition; then per node and
+    # snapshot: how many partitions it is a replica of, and whether it is in sync in any that has a leader
+    named = rows.select(
+        "cluster_id",
+        "at",
+        F.coalesce("replicas", none).alias("_replicas"),
+        F.coalesce(in_sync, none).alias("_in_sync"),
+    ).select("*", F.explode(F.array_union("_replicas", "_in_sync")).alias("node_id"))
+    nodes = named.groupBy("cluster_id", "at", "node_id").agg(
+        F.sum(F.size(F.filter("_replicas", lambda r: r == F.col("node_id")))).alias("_hosted"),
+        F.bool_or(F.array_contains("_in_sync", F.col("node_id"))).alias("_synced"),
     )
-    out = replicas.distinct().join(in_sync.distinct(), ["cluster_id", "at", "node_id"], "left_anti")
-    hosted = (
-        rows.select("cluster_id", "at", F.explode("replicas").alias("node_id"))
-        .groupBy("cluster_id", "at", "node_id")
-        .agg(F.count(F.lit(1)).alias("_hosted"))
-    )
-    down = out.join(hosted, ["cluster_id", "at", "node_id"])
+    down = nodes.where((F.col("_hosted") > 0) & ~F.col("_synced"))
     detail = _text("broker ", _n("node_id"), " in no ISR (replica of ", _n("_hosted"), " partitions)")
     return times, _anomalies(down, "broker_down", F.col("node_id"), F.lit(1.0), detail)
 
 
 def broker_fenced(metrics: DataFrame) -> tuple[DataFrame, DataFrame]:
     """From silver.node_metrics rows: the active controller's FencedBrokerCount at each of its scrapes."""
-    active = metrics.where((F.col("metric") == "controller_active_controller_count") & (F.col("value") == 1)).select(
-        "cluster_id", "node_id", "scraped_at"
+    metric, value = F.col("metric"), F.col("value")
+    scrapes = (
+        metrics.where(F.col("cluster_id").isNotNull() & F.col("node_id").isNotNull() & F.col("scraped_at").isNotNull())
+        .groupBy("cluster_id", "node_id", "scraped_at")
+        .agg(
+            F.bool_or((metric == "controller_active_controller_count") & (value == 1)).alias("_active"),
+            F.count_if(metric == "controller_fenced_broker_count").alias("_reported"),
+            F.max(F.when(metric == "controller_fenced_broker_count", value)).alias("_fenced"),
+        )
     )
     fenced = (
-        metrics.where(F.col("metric") == "controller_fenced_broker_count")
-        .join(active, ["cluster_id", "node_id", "scraped_at"], "left_semi")
+        scrapes.where(F.coalesce("_active", F.lit(False)) & (F.col("_reported") > 0))
         .groupBy("cluster_id", F.col("scraped_at").alias("at"))
-        .agg(F.max("value").alias("fenced"))
+        .agg(F.max("_fenced").alias("fenced"))
     )
     times = fenced.select("cluster_id", "at")
     anomalous = fenced.where(F.col("fenced") > 0)
@@ -125,34 +135,51 @@ def broker_fenced(metrics: DataFrame) -> tuple[DataFrame, DataFrame]:
     return times, _anomalies(anomalous, "broker_fenced", F.lit(None), F.col("fenced"), detail)
 
 
-def _voters(replicas: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(snapshot times, the followers' rows with `_timed`: whether the snapshot carries fetch times at all, which
-    DescribeQuorum v0 and the 3.3-3.5 CLI do not)."""
+def _voters(replicas: DataFrame, fetch_timeout_ms: int, slo_ms: int) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(snapshot times, voters down, voters lagging) of silver.replica_states rows (cluster_id, collected_at,
+    replica_id, is_voter, role, fetch_age_ms, caught_up_lag_ms). A voter whose fetch time is unknown is down only
+    when the snapshot carries the fetch times of other replicas (`_timed`), which DescribeQuorum v0 and the 3.3-3.5
+    CLI do not."""
     rows = replicas.withColumnRenamed("collected_at", "at")
-    times = rows.select("cluster_id", "at").distinct()
-    others = rows.where(F.col("role") != "leader")
-    timed = F.max(F.col("fetch_age_ms").isNotNull()).over(Window.partitionBy("cluster_id", "at"))
-    return times, others.withColumn("_timed", timed).where(F.col("is_voter"))
-
-
-def controller_down(replicas: DataFrame, fetch_timeout_ms: int) -> tuple[DataFrame, DataFrame]:
-    """From silver.replica_states rows (cluster_id, collected_at, replica_id, is_voter, role, fetch_age_ms)."""
-    times, followers = _voters(replicas)
-    down = followers.where(
-        (F.col("fetch_age_ms").isNull() & F.col("_timed")) | (F.col("fetch_age_ms") > fetch_timeout_ms)
+    follower = F.col("role") != "leader"
+    # one row per snapshot: its time, and whether any replica other than the leader has a fetch time
+    times = rows.groupBy("cluster_id", "at").agg(
+        F.coalesce(F.bool_or(follower & F.col("fetch_age_ms").isNotNull()), F.lit(False)).alias("_timed")
     )
+    voters = rows.where(follower & F.col("is_voter"))
+    fetch = F.col("fetch_age_ms")
+    down = (
+        voters.where(fetch.isNull() | (fetch > fetch_timeout_ms))
+        .join(times, ["cluster_id", "at"])
+        .where((fetch.isNull() & F.col("_timed")) | (fetch > fetch_timeout_ms))
+    )
+    lagging = voters.where((fetch <= fetch_timeout_ms) & (F.col("caught_up_lag_ms") > slo_ms))
+    return times.select("cluster_id", "at"), down, lagging
+
+
+def _controllers_down(down: DataFrame) -> DataFrame:
     detail = F.when(
         F.col("fetch_age_ms").isNull(), _text("voter ", _n("replica_id"), " has not fetched since the election")
     ).otherwise(_text("voter ", _n("replica_id"), " last fetched ", _n("fetch_age_ms"), " ms before"))
-    return times, _anomalies(down, "controller_down", F.col("replica_id"), F.col("fetch_age_ms"), detail)
+    return _anomalies(down, "controller_down", F.col("replica_id"), F.col("fetch_age_ms"), detail)
+
+
+def _voters_lagging(lagging: DataFrame) -> DataFrame:
+    detail = _text("voter ", _n("replica_id"), " caught up ", _n("caught_up_lag_ms"), " ms before")
+    return _anomalies(lagging, "voter_lagging", F.col("replica_id"), F.col("caught_up_lag_ms"), detail)
+
+
+def controller_down(replicas: DataFrame, fetch_timeout_ms: int) -> tuple[DataFrame, DataFrame]:
+    """From silver.replica_states rows (cluster_id, collected_at, replica_id, is_voter, role, fetch_age_ms): a voter,
+    not the leader, that has not fetched for longer than the fetch timeout, or never since the election."""
+    times, down, _ = _voters(replicas, fetch_timeout_ms, 0)
+    return times, _controllers_down(down)
 
 
 def voter_lagging(replicas: DataFrame, fetch_timeout_ms: int, slo_ms: int) -> tuple[DataFrame, DataFrame]:
     """A voter fetching (within the fetch timeout) whose caught-up lag is above the SLO."""
-    times, followers = _voters(replicas)
-    lagging = followers.where((F.col("fetch_age_ms") <= fetch_timeout_ms) & (F.col("caught_up_lag_ms") > slo_ms))
-    detail = _text("voter ", _n("replica_id"), " caught up ", _n("caught_up_lag_ms"), " ms before")
-    return times, _anomalies(lagging, "voter_lagging", F.col("replica_id"), F.col("caught_up_lag_ms"), detail)
+    times, _, lagging = _voters(replicas, fetch_timeout_ms, slo_ms)
+    return times, _voters_lagging(lagging)
 
 
 def leaderless(status: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -254,16 +281,16 @@ def _episodes_of(sources: list[tuple[str, DataFrame, DataFrame]]) -> DataFrame:
         all_anomalies = a if all_anomalies is None else all_anomalies.unionByName(a)
     key = ["cluster_id", "_source", "_scope"]
     series = [*SERIES, "_source", "_scope"]
-    runs, indexed_times = consecutive_runs(all_anomalies, all_times, key, series, "at")
+    runs, _ = consecutive_runs(all_anomalies, all_times, key, series, "at")
+    # a run ends at its source's next observation after its last one (`_next_at`), none while it lasts
     grouped = runs.groupBy(*series, "_run").agg(
         F.min("at").alias("event_at"),
-        F.max("_i").alias("_last"),
+        F.max_by("_next_at", "_i").alias("ended_at"),
         F.count(F.lit(1)).cast("bigint").alias("observations"),
         F.max("value").alias("peak"),
         F.max_by("detail", F.struct(F.coalesce("value", F.lit(float("-inf"))), "at")).alias("detail"),
     )
-    ends = indexed_times.select(*key, (F.col("_i") - 1).alias("_last"), F.col("at").alias("ended_at"))
-    return grouped.join(ends, [*key, "_last"], "left").select(*EPISODE_COLUMNS[:-1], _critical().alias("critical"))
+    return grouped.select(*EPISODE_COLUMNS[:-1], _critical().alias("critical"))
 
 
 def _single(anomalies: DataFrame) -> DataFrame:
@@ -300,13 +327,13 @@ def build_episodes(
     EPISODE_COLUMNS rows; None when no source is given."""
     sources: list[tuple[str, DataFrame, DataFrame]] = []
     singles: list[DataFrame] = []
+    # kinds observed at the same times (a partition snapshot's, a replica snapshot's) share one source
     if partitions is not None:
-        sources += [("broker_down", *broker_down(partitions)), ("partitions", *partition_status(partitions))]
+        times, down = broker_down(partitions)
+        sources.append(("partitions", times, down.unionByName(partition_status(partitions)[1])))
     if replicas is not None:
-        sources += [
-            ("controller_down", *controller_down(replicas, fetch_timeout_ms)),
-            ("voter_lagging", *voter_lagging(replicas, fetch_timeout_ms, slo_ms)),
-        ]
+        times, down, lagging = _voters(replicas, fetch_timeout_ms, slo_ms)
+        sources.append(("voters", times, _controllers_down(down).unionByName(_voters_lagging(lagging))))
     if metrics is not None:
         sources.append(("broker_fenced", *broker_fenced(metrics)))
     if status is not None:

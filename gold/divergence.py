@@ -35,7 +35,12 @@ def node_scrapes(metrics: DataFrame) -> DataFrame:
 def build_metadata_offset_divergence(metrics: DataFrame, tolerance_ms: int) -> DataFrame:
     """From silver.node_metrics rows: every scrape of the affected nodes, plus the active-controller scrapes
     within ±tolerance of them."""
-    scrapes = node_scrapes(metrics)
+    return divergence_of_scrapes(node_scrapes(metrics), tolerance_ms)
+
+
+def divergence_of_scrapes(scrapes: DataFrame, tolerance_ms: int) -> DataFrame:
+    """`build_metadata_offset_divergence` from `node_scrapes` rows, which it reads three times (a caller that keeps
+    frames keeps them)."""
     controllers = scrapes.where(F.col("_active") == 1).select(
         "cluster_id",
         F.col("node_id").alias("active_controller_id"),

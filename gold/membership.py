@@ -109,12 +109,24 @@ def _neighbours(islands: DataFrame) -> DataFrame:
 Stretched = tuple[DataFrame, DataFrame]
 
 
+def membership_islands(rows: DataFrame, seeds: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+    """The stretches (one row each, with their first and last snapshot numbers) and the clusters' numbered membership
+    snapshots (cluster_id, _i, at): the first half of `membership_stretches`. `with_neighbours` of the stretches
+    reads them three times, so a caller that keeps frames keeps these."""
+    return _stretches(rows, seeds)
+
+
+def with_neighbours(islands: DataFrame) -> DataFrame:
+    """Each stretch of `membership_islands` with its node's stretches just before and after it."""
+    return _neighbours(islands)
+
+
 def membership_stretches(rows: DataFrame, seeds: DataFrame | None = None) -> Stretched:
     """What `build_quorum_membership` and `build_membership_events` both start from: the stretches, each with its
     node's stretches just before and after it, and the clusters' numbered membership snapshots (cluster_id, _i, at).
     A caller that builds both can compute it once and pass it to each (`stretched`)."""
-    islands, times = _stretches(rows, seeds)
-    return _neighbours(islands), times
+    islands, times = membership_islands(rows, seeds)
+    return with_neighbours(islands), times
 
 
 def build_quorum_membership(
@@ -141,18 +153,6 @@ def build_membership_events(
     state before is unknown) or at the seeds' snapshot; `stretched`: `membership_stretches` of the same."""
     stretches, times = stretched or membership_stretches(rows, seeds)
     at = times.select("cluster_id", "_i", "at")
-    voters = (
-        rows.where(F.col("role") == "voter")
-        .groupBy("cluster_id", "collected_at")
-        .agg(F.array_sort(F.collect_list("node_id")).alias("_voters"))
-    )
-    if seeds is not None:
-        seeded = (
-            seeds.where(F.col("role") == "voter")
-            .groupBy("cluster_id", F.col("last_seen_at").alias("collected_at"))
-            .agg(F.array_sort(F.collect_list("node_id")).alias("_voters"))
-        )
-        voters = voters.unionByName(seeded)
     same_role_new_dir_before = (F.col("_prev_role") == F.col("role")) & ~F.col("_prev_dir").eqNullSafe(
         F.col("directory_id")
     )
@@ -186,14 +186,29 @@ def build_membership_events(
         F.lit(None).cast("string").alias("_old_dir"),
         (F.col("_next_role") != F.col("role")).alias("_switch"),
     )
-    events = (
+    located = (
         starts.unionByName(ends)
         .join(at, ["cluster_id", "_i"])  # an end after the cluster's last snapshot has no time yet: dropped here
         .join(
             at.select("cluster_id", F.col("_i").alias("_pi"), F.col("at").alias("previous_at")), ["cluster_id", "_pi"]
         )
-        .join(voters.withColumnRenamed("collected_at", "at"), ["cluster_id", "at"], "left")
     )
+    # the voters of the snapshots that have an event (a few), not of every snapshot
+    event_times = located.select("cluster_id", F.col("at").alias("collected_at")).distinct()
+    voters = (
+        rows.where(F.col("role") == "voter")
+        .join(event_times, ["cluster_id", "collected_at"], "left_semi")
+        .groupBy("cluster_id", "collected_at")
+        .agg(F.array_sort(F.collect_list("node_id")).alias("_voters"))
+    )
+    if seeds is not None:
+        seeded = (
+            seeds.where(F.col("role") == "voter")
+            .groupBy("cluster_id", F.col("last_seen_at").alias("collected_at"))
+            .agg(F.array_sort(F.collect_list("node_id")).alias("_voters"))
+        )
+        voters = voters.unionByName(seeded)
+    events = located.join(voters.withColumnRenamed("collected_at", "at"), ["cluster_id", "at"], "left")
     return events.select(
         "cluster_id",
         F.col("at").alias("event_at"),

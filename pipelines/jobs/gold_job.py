@@ -53,7 +53,7 @@ from quorumlake.contract.tables import (
 from quorumlake.gold import brokers
 from quorumlake.gold.controller import build_controller_health
 from quorumlake.gold.dims import build_dim_cluster, build_dim_date, build_dim_node
-from quorumlake.gold.divergence import build_metadata_offset_divergence, divergence_scope
+from quorumlake.gold.divergence import divergence_of_scrapes, divergence_scope, node_scrapes
 from quorumlake.gold.isr import (
     build_at_min_isr_episodes,
     build_isr_health,
@@ -441,8 +441,9 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
         .where(F.col("scraped_at").between(F.col("lo") - tol, F.col("hi") + tol))
         .drop("lo", "hi")
     )
+    scrapes = node_scrapes(metrics).transform(cached)  # a few rows per scrape, read three times
     rows = (
-        build_metadata_offset_divergence(metrics, tolerance)
+        divergence_of_scrapes(scrapes, tolerance)
         .join(ranges, "cluster_id")
         .where(F.col("scraped_at").between(F.col("lo"), F.col("hi")))
         .drop("lo", "hi")
@@ -452,6 +453,7 @@ def _divergence(lakehouse: Lakehouse, batch: DataFrame) -> None:
         return (target["cluster_id"] == scope["cluster_id"]) & target["scraped_at"].between(scope["lo"], scope["hi"])
 
     lakehouse.replace_scope(GOLD_METADATA_OFFSET_DIVERGENCE, rows, ranges, match, bounds)
+    release(scrapes)
     release(ranges)
 
 

@@ -39,8 +39,9 @@ from quorumlake.gold.membership import (
     build_leader_events,
     build_membership_events,
     build_quorum_membership,
+    membership_islands,
     membership_rows,
-    membership_stretches,
+    with_neighbours,
 )
 from quorumlake.pipelines.engine.session import cached, literal, release
 from quorumlake.pipelines.storage import Bounds, Lakehouse
@@ -90,9 +91,11 @@ def membership(lakehouse: Lakehouse, replica_keys: DataFrame) -> None:
         _since(lakehouse.read(SILVER_REPLICA_STATES).where(bounds.since("collected_at").sql()), "collected_at", scope)
     ).transform(cached)
     seeds = held.where(F.col("valid_to").isNull() & F.col("cluster_id").isin(*continued)) if continued else None
-    # both builders start from the same stretches: computed once
-    neighbours, times = membership_stretches(rows, seeds)
-    stretched = (cached(neighbours), cached(times))
+    # both builders start from the same stretches: computed once (the islands, which their neighbours read three
+    # times, kept too)
+    islands, times = membership_islands(rows, seeds)
+    islands = cached(islands)
+    stretched = (cached(with_neighbours(islands)), cached(times))
     stretches = build_quorum_membership(rows, seeds, stretched)
     events = build_membership_events(rows, seeds, stretched)
 
@@ -109,7 +112,7 @@ def membership(lakehouse: Lakehouse, replica_keys: DataFrame) -> None:
         return _from("event_at")(target, s) & target["event"].isin(*MEMBERSHIP_EVENTS)
 
     lakehouse.replace_scope(GOLD_QUORUM_EVENTS, events, scope, membership_events, bounds.since("event_at"))
-    for frame in (*stretched, rows):
+    for frame in (*stretched, islands, rows):
         release(frame)
 
 
