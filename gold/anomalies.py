@@ -105,7 +105,8 @@ def broker_down(partitions: DataFrame) -> tuple[DataFrame, DataFrame]:
     ).select("*", F.explode(F.array_union("_replicas", "_in_sync")).alias("node_id"))
     nodes = named.groupBy("cluster_id", "at", "node_id").agg(
         F.sum(F.size(F.filter("_replicas", lambda r: r == F.col("node_id")))).alias("_hosted"),
-        F.bool_or(F.array_contains("_in_sync", F.col("node_id"))).alias("_synced"),
+        # an ISR that lists a NULL makes array_contains NULL for the nodes it lacks: not in sync there
+        F.bool_or(F.coalesce(F.array_contains("_in_sync", F.col("node_id")), F.lit(False))).alias("_synced"),
     )
     down = nodes.where((F.col("_hosted") > 0) & ~F.col("_synced"))
     detail = _text("broker ", _n("node_id"), " in no ISR (replica of ", _n("_hosted"), " partitions)")

@@ -85,6 +85,25 @@ def test_broker_down_is_a_broker_in_no_isr_of_a_partition_with_a_leader(spark):
     )
 
 
+def test_a_broker_down_is_seen_whatever_else_a_partition_lists(spark):
+    rows = [
+        part(0, "orders", 0, 4, [4, 5, 6], [4, None]),  # a NULL in the ISR does not put 5 or 6 in it
+        part(0, "audit", 0, 5, [5], [5, 7], 1),  # 7 in an ISR but a replica of nothing: not a broker that is down
+        part(0, "logs", 0, 4, [4, 4], [4], 1),  # broker 4 listed twice
+        part(1, "orders", 0, 4, [4, 5, 6], [4, 5, 6]),
+        part(1, "audit", 0, 5, [5], [5], 1),
+        part(1, "logs", 0, 4, [4, 4], [4], 1),
+    ]
+    times, down = broker_down(spark.createDataFrame(rows, PARTITIONS))
+    check_rows(
+        down,
+        ["node_id", "at", "detail"],
+        "node_id INT, at TIMESTAMP, detail STRING",
+        [(6, t(0), "broker 6 in no ISR (replica of 1 partitions)")],
+    )
+    assert times.count() == 2
+
+
 def test_partition_kinds_follow_the_status_and_escalation_moves_between_kinds(spark):
     frame = spark.createDataFrame(broker_story(), PARTITIONS)
     got = episodes(*partition_status(frame))
