@@ -44,9 +44,10 @@ def membership_rows(replicas: DataFrame) -> DataFrame:
     )
 
 
-def _stretches(rows: DataFrame, seeds: DataFrame | None) -> tuple[DataFrame, DataFrame]:
+def membership_islands(rows: DataFrame, seeds: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
     """(islands, snapshot times): one row per stretch with its first and last snapshot index (`_first`, `_last`)
-    within the cluster's sequence of membership snapshots, and that sequence (cluster_id, _i, at)."""
+    within the cluster's sequence of membership snapshots, and that sequence (cluster_id, _i, at). `with_neighbours`
+    reads the islands three times, so a caller that keeps frames keeps them."""
     rows = rows.select(
         *rows.columns,
         F.lit(1).cast("bigint").alias("_weight"),
@@ -87,9 +88,9 @@ def _stretches(rows: DataFrame, seeds: DataFrame | None) -> tuple[DataFrame, Dat
     return islands, numbered.withColumnRenamed("collected_at", "at")
 
 
-def _neighbours(islands: DataFrame) -> DataFrame:
-    """Each stretch with the role and directory of the node's stretch just before it (`_prev_*`, ending at the
-    snapshot before this one starts) and just after it (`_next_*`)."""
+def with_neighbours(islands: DataFrame) -> DataFrame:
+    """Each stretch of `membership_islands` with the role and directory of the node's stretch just before it
+    (`_prev_*`, ending at the snapshot before this one starts) and just after it (`_next_*`)."""
     prev = islands.select(
         *_CLUSTER_NODE,
         (F.col("_last") + 1).alias("_first"),
@@ -107,18 +108,6 @@ def _neighbours(islands: DataFrame) -> DataFrame:
 
 
 Stretched = tuple[DataFrame, DataFrame]
-
-
-def membership_islands(rows: DataFrame, seeds: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
-    """The stretches (one row each, with their first and last snapshot numbers) and the clusters' numbered membership
-    snapshots (cluster_id, _i, at): the first half of `membership_stretches`. `with_neighbours` of the stretches
-    reads them three times, so a caller that keeps frames keeps these."""
-    return _stretches(rows, seeds)
-
-
-def with_neighbours(islands: DataFrame) -> DataFrame:
-    """Each stretch of `membership_islands` with its node's stretches just before and after it."""
-    return _neighbours(islands)
 
 
 def membership_stretches(rows: DataFrame, seeds: DataFrame | None = None) -> Stretched:

@@ -122,7 +122,7 @@ MAX_PLAN_STRING_LENGTH = 100_000
 
 # The local JVM's own options. A run is a batch on one machine: throughput is what counts, and the parallel collector
 # does the same work as the JVM's default (G1) without G1's concurrent marking threads, which on a laptop's few cores
-# take CPU from Spark's tasks (a medium backfill's gold layer: ~14 % less wall time, docs/decisions/0016).
+# take CPU from Spark's tasks (docs/decisions/0016).
 JAVA_OPTIONS = "-XX:+UseParallelGC"
 # A `java_options` setting that names a collector replaces ours (the JVM refuses two collectors).
 _COLLECTOR = re.compile(r"(^|\s)-XX:\+Use\w*GC(\s|$)")
