@@ -8,32 +8,37 @@ quarantine, naming the file and line, and the scrape's other samples are kept.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+import functools
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quorumlake.contract.tables import SILVER_NODE_METRICS
 from quorumlake.silver.common import latest_per_key, parsed_once, quarantine_rows
-from quorumlake.silver.prometheus_text import canonical_from_mbean, canonical_metric, node_role, parse_exposition
+from quorumlake.silver.prometheus_text import BROKER_PREFIXES, canonical_from_mbean, canonical_metric, parse_exposition
 from quorumlake.silver.udf_guard import guarded, out_of_range
 
 KEY = ["cluster_id", "node_id", "scraped_at", "metric", "topic", "partition", "broker_id"]
 
-_SAMPLE = T.StructType(
-    [
-        T.StructField("metric", T.StringType()),
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("broker_id", T.IntegerType()),
-        T.StructField("value", T.DoubleType()),
-        T.StructField("source_name", T.StringType()),
-        T.StructField("state", T.StringType()),
-        T.StructField("line_number", T.IntegerType()),
-    ]
-)
+_SAMPLE_FIELDS = [
+    T.StructField("metric", T.StringType()),
+    T.StructField("topic", T.StringType()),
+    T.StructField("partition", T.IntegerType()),
+    T.StructField("broker_id", T.IntegerType()),
+    T.StructField("value", T.DoubleType()),
+    T.StructField("source_name", T.StringType()),
+    T.StructField("state", T.StringType()),
+    T.StructField("line_number", T.IntegerType()),
+]
+SAMPLE_COLUMNS = [f.name for f in _SAMPLE_FIELDS]
+# A scrape's samples come back column by column (one array per field, the i-th sample at index i of each): a scrape
+# holds hundreds of samples, and handing Spark a few lists of plain values costs far less than a dict per sample.
 _SCRAPE = T.StructType(
     [
-        T.StructField("samples", T.ArrayType(_SAMPLE)),
+        T.StructField(
+            "samples", T.StructType([T.StructField(f.name, T.ArrayType(f.dataType)) for f in _SAMPLE_FIELDS])
+        ),
         T.StructField(
             "errors",
             T.ArrayType(
@@ -52,10 +57,11 @@ _SCRAPE = T.StructType(
 
 def scrape_samples(text: str) -> dict:
     """Canonical samples and unparseable lines of one Prometheus scrape; a sample that cannot be mapped (or whose
-    partition label is beyond a 32-bit integer) becomes an unparseable line, the others are kept."""
+    partition label is beyond a 32-bit integer) becomes an unparseable line, the others are kept. `samples` holds
+    one list per field of `SAMPLE_COLUMNS`, in the scrape's order."""
     samples, errors = parse_exposition(text)
     lines = text.split("\n")
-    out = []
+    columns: dict[str, list] = {name: [] for name in SAMPLE_COLUMNS}
     for s in samples:
         number = s["line_number"]
         try:
@@ -74,8 +80,10 @@ def scrape_samples(text: str) -> dict:
             line = lines[number - 1].removesuffix("\r") if 0 < number <= len(lines) else None
             errors.append({"line_number": number, "line": line, "reason": reason})
             continue
-        out.append({**mapped, "value": s["value"], "line_number": number})
-    return {"samples": out, "errors": errors}
+        mapped["value"], mapped["line_number"] = s["value"], number
+        for name in SAMPLE_COLUMNS:
+            columns[name].append(mapped[name])
+    return {"samples": columns, "errors": errors}
 
 
 def mbean_sample(mbean: str | None, attribute: str | None) -> dict:
@@ -91,23 +99,28 @@ def mbean_sample(mbean: str | None, attribute: str | None) -> dict:
 
 
 _MBEAN = T.StructType(
-    [*[f for f in _SAMPLE.fields if f.name not in ("value", "line_number")], T.StructField("error", T.StringType())]
+    [*[f for f in _SAMPLE_FIELDS if f.name not in ("value", "line_number")], T.StructField("error", T.StringType())]
 )
 _scrape_udf = F.udf(
     guarded(
         scrape_samples,
         _SCRAPE,
-        lambda reason: {"samples": [], "errors": [{"line_number": None, "line": None, "reason": reason}]},
+        lambda reason: {
+            "samples": {name: [] for name in SAMPLE_COLUMNS},
+            "errors": [{"line_number": None, "line": None, "reason": reason}],
+        },
     ),
     _SCRAPE,
-    useArrow=True,
+    useArrow=False,  # lists of plain values travel faster pickled than through Arrow's per-row conversion
 )
 _mbean_udf = F.udf(guarded(mbean_sample, _MBEAN, lambda reason: {"error": reason}), _MBEAN, useArrow=True)
-_role_udf = F.udf(
-    guarded(lambda metrics: node_role(metrics or []), T.StringType(), lambda _reason: None),
-    T.StringType(),
-    useArrow=True,
-)
+
+
+def role_of(metric: Column) -> Column:
+    """`prometheus_text.node_role` as an aggregate over the canonical metric names of one node's scrape."""
+    controller = F.bool_or(metric.startswith("controller_"))
+    broker = F.bool_or(functools.reduce(Column.__or__, [metric.startswith(p) for p in BROKER_PREFIXES]))
+    return F.when(controller & broker, "combined").when(controller, "controller").when(broker, "broker")
 
 
 def build_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -124,8 +137,8 @@ _BASE = ["cluster_id", "node_id", "scraped_at", "record_id", "source_file", "ing
 
 def parse_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
     """The expensive half of `build_node_metrics`: (Prometheus scrapes with `_s`, their samples and unreadable
-    lines; JMX samples with `_j`, the sample, and `_m`, its mapping). Both the table and the rejects read them, so
-    a caller that builds both caches these instead of parsing every scrape twice."""
+    lines; JMX samples with `_j`, the sample). Both the table and the rejects read them, so a caller that builds
+    both caches these instead of parsing every scrape twice."""
     readable = bronze.where(F.col("parse_error").isNull()).withColumnRenamed("collected_at", "scraped_at")
     scrapes = parsed_once(
         readable.where(F.col("format") == "prometheus_text").select(*_BASE, "payload"), _s=_scrape_udf("payload")
@@ -133,22 +146,25 @@ def parse_node_metrics(bronze: DataFrame) -> tuple[DataFrame, DataFrame]:
     jmx_json = parsed_once(
         readable.where(F.col("format") == "jmx_json").select(*_BASE, "payload"),
         _j=F.from_json("payload", "mbean STRING, attribute STRING, value DOUBLE"),
-    )
-    jmx_parsed = parsed_once(
-        jmx_json.withColumn("source", F.lit("jmx")), _m=_mbean_udf(F.col("_j.mbean"), F.col("_j.attribute"))
-    )
-    return scrapes, jmx_parsed
+    ).withColumn("source", F.lit("jmx"))
+    return scrapes, jmx_json
 
 
-def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
+def _jmx_mapped(jmx_json: DataFrame) -> DataFrame:
+    """The JMX samples with `_m`, the mapping of their MBean and attribute: computed once per distinct pair (a fleet
+    reads the same few hundred MBeans over and over) and joined back."""
+    pairs = jmx_json.select(F.col("_j.mbean").alias("_mbean"), F.col("_j.attribute").alias("_attribute")).distinct()
+    mapped = parsed_once(pairs, _m=_mbean_udf("_mbean", "_attribute"))
+    same = F.col("_j.mbean").eqNullSafe(F.col("_mbean")) & F.col("_j.attribute").eqNullSafe(F.col("_attribute"))
+    return jmx_json.join(F.broadcast(mapped), same, "left").drop("_mbean", "_attribute")
+
+
+def split_node_metrics(scrapes: DataFrame, jmx_json: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(node metrics, rejected sample lines) from `parse_node_metrics`' two parsed frames."""
-    prom = scrapes.select(*_BASE, F.lit("prometheus").alias("source"), F.explode("_s.samples").alias("_x")).select(
+    prom = scrapes.select(
         *_BASE,
-        "source",
-        *[
-            F.col(f"_x.{c}").alias(c)
-            for c in ("metric", "topic", "partition", "broker_id", "value", "source_name", "state", "line_number")
-        ],
+        F.lit("prometheus").alias("source"),
+        F.inline(F.arrays_zip(*[F.col(f"_s.samples.{c}").alias(c) for c in SAMPLE_COLUMNS])),
     )
     bad_lines = scrapes.select(*_BASE, F.explode("_s.errors").alias("_e"))
     rejected_lines = quarantine_rows(
@@ -166,6 +182,7 @@ def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataF
         ),
     )
 
+    jmx_parsed = _jmx_mapped(jmx_json)
     jmx_error = F.coalesce(F.col("_m.error"), F.when(F.col("_m.metric").isNull(), F.lit("no metric name")))
     rejected_jmx = quarantine_rows(
         jmx_parsed.where(jmx_error.isNotNull()),
@@ -185,9 +202,7 @@ def split_node_metrics(scrapes: DataFrame, jmx_parsed: DataFrame) -> tuple[DataF
     )
     # every sample now has a metric (scrape_samples and the JMX mapping move the others to quarantine)
     samples = latest_per_key(prom.unionByName(jmx), KEY, order=["ingested_at", "record_id", "line_number"])
-    roles = samples.groupBy("cluster_id", "node_id", "scraped_at").agg(
-        _role_udf(F.collect_set("metric")).alias("node_role")
-    )
+    roles = samples.groupBy("cluster_id", "node_id", "scraped_at").agg(role_of(F.col("metric")).alias("node_role"))
     return (
         samples.join(roles, ["cluster_id", "node_id", "scraped_at"]).select(*SILVER_NODE_METRICS.column_names),
         rejected_lines.unionByName(rejected_jmx),

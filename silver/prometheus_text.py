@@ -22,6 +22,7 @@ Beyond the contract's list, the KRaft controller-health series behind `gold.cont
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -129,6 +130,10 @@ _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _FLOAT = re.compile(r"^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
 _UNESCAPE = {"\\": "\\", '"': '"', "n": "\n"}
+# How many distinct series (name and labels) a parser process remembers: a scrape repeats the series of the scrapes
+# before it, so each is parsed and named once per process instead of once per sample; the bound keeps a fleet with
+# many partitions from growing a Python worker without limit.
+SERIES_CACHE_SIZE = 1 << 16
 
 
 class _LineError(ValueError):
@@ -201,17 +206,17 @@ def _labels(line: str, pos: int) -> tuple[dict[str, str], int]:
 
 def _sample(line: str) -> tuple[str, dict[str, str], float, int | None]:
     stripped = line.lstrip(" \t")
-    match = _NAME.match(stripped)
-    if not match:
-        raise _LineError("line does not start with a metric name")
-    name, pos = match.group(), match.end()
-    labels: dict[str, str] = {}
-    rest = stripped[pos:].lstrip(" \t")
-    if rest.startswith("{"):
-        labels, end = _labels(rest, 0)
-        rest = rest[end:]
-    elif rest and rest == stripped[pos:]:
-        raise _LineError("metric name is followed by neither labels nor whitespace")
+    series, brace, rest = stripped.rpartition("}")
+    labels_end = -1
+    if brace:  # the common case, `name{labels} value [timestamp]`: the series part is parsed once per process
+        try:
+            name, items, labels_end = _series(series + brace)
+        except _LineError:
+            labels_end = -1
+    if labels_end != len(series) + 1:  # no labels, or a line the cached path does not cover: parsed as written
+        name, labels, rest = _name_and_labels(stripped)
+    else:
+        labels = dict(items)
     tokens = rest.split()
     if not tokens:
         raise _LineError("missing value")
@@ -225,6 +230,30 @@ def _sample(line: str) -> tuple[str, dict[str, str], float, int | None]:
             raise _LineError(f"timestamp {tokens[1]!r} is not an integer")
         timestamp = int(tokens[1])
     return name, labels, float(tokens[0]), timestamp
+
+
+def _name_and_labels(stripped: str) -> tuple[str, dict[str, str], str]:
+    """(metric name, labels, the rest of the line) of a sample line without its leading blanks."""
+    match = _NAME.match(stripped)
+    if not match:
+        raise _LineError("line does not start with a metric name")
+    name, pos = match.group(), match.end()
+    labels: dict[str, str] = {}
+    rest = stripped[pos:].lstrip(" \t")
+    if rest.startswith("{"):
+        labels, end = _labels(rest, 0)
+        rest = rest[end:]
+    elif rest and rest == stripped[pos:]:
+        raise _LineError("metric name is followed by neither labels nor whitespace")
+    return name, labels, rest
+
+
+@functools.lru_cache(maxsize=SERIES_CACHE_SIZE)
+def _series(text: str) -> tuple[str, tuple[tuple[str, str], ...], int]:
+    """(name, labels as pairs, where the labels end in `text`) of the series part of a sample line, `text` ending
+    at a `}`; where they end short of `text`'s end, the caller parses the line itself."""
+    name, labels, rest = _name_and_labels(text)
+    return name, tuple(labels.items()), len(text) - len(rest)
 
 
 def _family_type(name: str, types: dict[str, str]) -> str | None:
@@ -330,6 +359,14 @@ def canonical_metric(name: str, labels: dict[str, str]) -> dict | None:
     `source_name` is the series as written: name plus labels in their order, values re-escaped.
     Returns None only for an empty name.
     """
+    mapped = _canonical(name, tuple(labels.items()))
+    return None if mapped is None else dict(mapped)
+
+
+@functools.lru_cache(maxsize=SERIES_CACHE_SIZE)
+def _canonical(name: str, items: tuple[tuple[str, str], ...]) -> dict | None:
+    """`canonical_metric` of one series, remembered (callers get copies)."""
+    labels = dict(items)
     if not name:
         return None
     rendered = ",".join(f'{key}="{_escape(value)}"' for key, value in labels.items())

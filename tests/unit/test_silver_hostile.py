@@ -182,6 +182,23 @@ def test_jmx_sample_without_a_metric_name_is_quarantined_not_dropped(spark):
     }
 
 
+def test_jmx_samples_share_the_mapping_of_their_mbean_and_one_without_an_mbean_is_quarantined(spark):
+    good = json.loads(metrics.JOLOKIA[0])
+    rows = [
+        metrics.jolokia("a", json.dumps(good)),
+        metrics.jolokia("b", json.dumps({**good, "node_id": good["node_id"] + 1, "value": 7}), line_number=2),
+        metrics.jolokia("none", json.dumps({k: v for k, v in good.items() if k != "mbean"}), line_number=3),
+    ]
+    samples, rejected = metrics.run(spark, *rows)
+    got = sorted((r["record_id"], r["node_id"], r["metric"], r["value"]) for r in samples.collect())
+    metric = got[0][2]
+    assert metric is not None
+    assert got == [("a", good["node_id"], metric, got[0][3]), ("b", good["node_id"] + 1, metric, 7.0)]
+    assert _reasons(rejected) == {
+        "none": (["jmx_sample_maps"], f"JMX sample of {rows[0][6]}: empty mbean: no metric name can be derived")
+    }
+
+
 def test_a_partition_label_beyond_32_bits_costs_its_line_only(spark):
     text = (
         'kafka_cluster_partition_underreplicated{topic="t",partition="4294967296"} 1.0\n'

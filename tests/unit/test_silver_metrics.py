@@ -10,8 +10,11 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
-from quorumlake.silver.metrics import build_node_metrics
+from quorumlake.silver.metrics import SAMPLE_COLUMNS as SCRAPE_COLUMNS
+from quorumlake.silver.metrics import build_node_metrics, role_of, scrape_samples
+from quorumlake.silver.prometheus_text import node_role
 from tests.frames import check_rows
 from tests.helpers import RUN_1, RUN_2, read_text, ts
 
@@ -616,3 +619,37 @@ def test_unreadable_bronze_records_are_left_to_the_record_readable_quarantine(sp
     row = scrape("x", STRIMZI)
     samples, rejected = run(spark, row[:-1] + ("node= path segment is not an integer",))
     assert samples.collect() == [] and rejected.collect() == []
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        ["raft_current_leader", "controller_last_applied_record_offset"],
+        ["raft_current_leader", "broker_last_applied_record_offset"],
+        ["replica_manager_at_min_isr_partition_count", "replica_manager_at_min_isr_partition_count"],
+        ["partition_at_min_isr"],
+        ["controller_active_controller_count", "broker_last_applied_record_offset", "raft_current_epoch"],
+        ["partition_under_min_isr", "controller_fenced_broker_count"],
+        ["raft_current_leader", "raft_current_epoch"],
+        ["controller_offline_partitions_count", None],
+        [None],
+    ],
+)
+def test_the_role_aggregate_is_node_role(spark, metrics):
+    rows = spark.createDataFrame([(1, m) for m in metrics], "scrape INT, metric STRING")
+    (row,) = rows.groupBy("scrape").agg(role_of(F.col("metric")).alias("role")).collect()
+    assert row["role"] == node_role(metrics)
+
+
+def test_a_scrape_comes_back_one_list_per_sample_field():
+    text = (
+        'kafka_cluster_partition_atminisr{topic="a",partition="1"} 1.0\n'
+        "not a sample\n"
+        "kafka_controller_kafkacontroller_activecontrollercount 1.0\n"
+    )
+    out = scrape_samples(text)
+    assert list(out["samples"]) == SCRAPE_COLUMNS
+    assert out["samples"]["metric"] == ["partition_at_min_isr", "controller_active_controller_count"]
+    assert out["samples"]["partition"] == [1, None]
+    assert out["samples"]["line_number"] == [1, 3]
+    assert [e["line_number"] for e in out["errors"]] == [2]

@@ -223,6 +223,9 @@ def test_comments_help_blank_lines_and_crlf_are_skipped():
         ('m{a "1"} 1', "label a has no '='"),
         ('m{1a="x"} 1', "bad label name"),
         ('m{a="1",a="2"} 1', "duplicate label a"),
+        ('m{a="1"} 1 }', "timestamp '}' is not an integer"),
+        ('m{a="x"}} 1', "value '}' is not a number"),
+        ("m 1 }", "timestamp '}' is not an integer"),
         ("# TYPE m", "malformed # TYPE line"),
         ("# TYPE m gauges", "malformed # TYPE line"),
     ],
@@ -232,6 +235,17 @@ def test_bad_lines_become_errors(line, reason):
     assert samples == []
     assert errors == [{"line_number": 1, "line": line, "reason": errors[0]["reason"]}]
     assert reason in errors[0]["reason"]
+
+
+def test_a_series_read_again_gives_the_same_sample_with_labels_of_its_own():
+    line = 'kafka_cluster_partition_atminisr{topic="a",partition="1"} 1.0'
+    first, again = one(line), one(line.replace("1.0", "2.0 17"))
+    first["labels"]["topic"] = "changed by the caller"
+    assert again["labels"] == {"topic": "a", "partition": "1"}
+    assert (again["name"], again["value"], again["timestamp_ms"]) == ("kafka_cluster_partition_atminisr", 2.0, 17)
+    mapped = canonical_metric(again["name"], again["labels"])
+    mapped["metric"] = "changed by the caller"
+    assert canonical_metric(again["name"], again["labels"])["metric"] == "partition_at_min_isr"
 
 
 def test_parsing_continues_after_a_bad_line():
