@@ -11,6 +11,8 @@ same time adds the epoch, the high watermark and the voters' response order.
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -160,13 +162,10 @@ def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.col("record_id").alias("_winner"),
     )
     healthy = ok.where(~F.col("_is_error"))
-    voters = healthy.select("*", F.posexplode("_p.currentVoters").alias("position", "_rep")).withColumn(
-        "is_voter", F.lit(True)
+    # voters then observers, each with its position in its own list, in one pass over the responses
+    both = healthy.select(
+        "*", F.inline(F.concat(_listed(F.col("_p.currentVoters"), True), _listed(F.col("_p.observers"), False)))
     )
-    observers = healthy.select("*", F.posexplode("_p.observers").alias("position", "_rep")).withColumn(
-        "is_voter", F.lit(False)
-    )
-    both = voters.unionByName(observers)
     missing = rejected(
         both.where(F.col("_rep.replicaId").isNull() | F.col("_rep.logEndOffset").isNull()),
         "silver.replica_states",
@@ -201,6 +200,14 @@ def _from_admin(unusable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     return snapshots, replicas, out_of_range.unionByName(bad_shape).unionByName(missing)
 
 
+def _listed(replicas: Column, is_voter: bool) -> Column:
+    """`(_rep, position, is_voter)` for each entry of a voter or observer list (none when the list is absent)."""
+    return F.transform(
+        F.coalesce(replicas, F.array()),
+        lambda rep, i: F.struct(rep.alias("_rep"), i.alias("position"), F.lit(is_voter).alias("is_voter")),
+    )
+
+
 def _reported_by_collector(version: Column, features_json: Column) -> list[Column]:
     """kafka_version, metadata_version_level and kraft_version from the envelope's optional `kafka_version` and
     `finalized_features` (NULL when absent; a level that is not an integer is unknown; kraft.version is 0 when the
@@ -221,7 +228,10 @@ def _reported_by_collector(version: Column, features_json: Column) -> list[Colum
 
 def _range_errors(typed: Column, raw: Column) -> Column:
     """Why a response cannot be typed: the numbers its columns cannot hold, and timestamps that are neither -1
-    (unknown) nor epoch milliseconds up to year 9999. NULL when every number is usable."""
+    (unknown) nor epoch milliseconds up to year 9999. NULL when every number is usable.
+
+    One pass over each array decides whether the response has any such number; only a response that has one is
+    gone over again, field by field, to name them."""
 
     def unreadable(t: Column, r: Column) -> Column:
         return r.isNotNull() & t.isNull()
@@ -229,16 +239,34 @@ def _range_errors(typed: Column, raw: Column) -> Column:
     def bad_time(t: Column) -> Column:
         return t.isNotNull() & (t != -1) & ~t.between(MIN_EPOCH_MS, MAX_EPOCH_MS)
 
-    problems = [F.when(unreadable(typed["errorCode"], raw["errorCode"]), F.lit("errorCode"))]
+    def any_of(tests: list[Column]) -> Column:
+        return functools.reduce(Column.__or__, tests)
+
     t_parts = F.flatten(F.transform(typed["topics"], lambda x: x["partitions"]))
     r_parts = F.flatten(F.transform(raw["topics"], lambda x: x["partitions"]))
+    replicas = {
+        array: (F.flatten(F.transform(t_parts, _field_of(array))), F.flatten(F.transform(r_parts, _field_of(array))))
+        for array in ("currentVoters", "observers")
+    }
+
+    def replica_problem(t: Column, r: Column) -> Column:
+        return any_of(
+            [unreadable(t[n], r[n]) for n in _REPLICA_NUMBERS] + [bad_time(t[n]) for n in _REPLICA_TIMESTAMPS]
+        )
+
+    suspect = any_of(
+        [
+            unreadable(typed["errorCode"], raw["errorCode"]),
+            _any_pair(t_parts, r_parts, lambda t, r: any_of([unreadable(t[n], r[n]) for n in _PARTITION_NUMBERS])),
+            *[_any_pair(t_reps, r_reps, replica_problem) for t_reps, r_reps in replicas.values()],
+        ]
+    )
+    problems = [F.when(unreadable(typed["errorCode"], raw["errorCode"]), F.lit("errorCode"))]
     for name in _PARTITION_NUMBERS:
-        problems.append(F.when(_any_pair(t_parts, r_parts, name, unreadable), F.lit(name)))
-    for array in ("currentVoters", "observers"):
-        t_reps = F.flatten(F.transform(t_parts, _field_of(array)))
-        r_reps = F.flatten(F.transform(r_parts, _field_of(array)))
+        problems.append(F.when(_any_pair(t_parts, r_parts, _pair_test(name, unreadable)), F.lit(name)))
+    for array, (t_reps, r_reps) in replicas.items():
         for name in _REPLICA_NUMBERS:
-            problems.append(F.when(_any_pair(t_reps, r_reps, name, unreadable), F.lit(f"{array}[].{name}")))
+            problems.append(F.when(_any_pair(t_reps, r_reps, _pair_test(name, unreadable)), F.lit(f"{array}[].{name}")))
         for name in _REPLICA_TIMESTAMPS:
             problems.append(
                 F.when(
@@ -247,7 +275,7 @@ def _range_errors(typed: Column, raw: Column) -> Column:
                 )
             )
     found = F.concat_ws(", ", F.array(*problems))
-    return F.when(found != "", F.concat(F.lit("numbers out of range or not integers: "), found))
+    return F.when(suspect & (found != ""), F.concat(F.lit("numbers out of range or not integers: "), found))
 
 
 def _field_of(name: str):
@@ -258,9 +286,13 @@ def _field_test(name: str, test):
     return lambda element: test(element[name])
 
 
-def _any_pair(typed: Column, raw: Column, name: str, test) -> Column:
-    """Whether `test(typed[name], raw[name])` holds for some pair of elements of the two (parallel) arrays."""
-    return F.exists(F.zip_with(typed, raw, lambda t, r: test(t[name], r[name])), lambda hit: hit)
+def _pair_test(name: str, test):
+    return lambda t, r: test(t[name], r[name])
+
+
+def _any_pair(typed: Column, raw: Column, test) -> Column:
+    """Whether `test(t, r)` holds for some pair of elements of the two (parallel) arrays."""
+    return F.exists(F.zip_with(typed, raw, test), lambda hit: hit)
 
 
 def _count(array: str) -> Column:

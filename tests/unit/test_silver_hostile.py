@@ -69,6 +69,14 @@ def _set(path: str, value):
     return change
 
 
+def _both(*changes):
+    def change(partition: dict) -> None:
+        for one in changes:
+            one(partition)
+
+    return change
+
+
 def test_numbers_beyond_their_column_quarantine_the_snapshot_with_rule_values_in_range(spark):
     rows = [
         _admin_with("hw", _set("highWatermark", 2**63), "c-hw"),
@@ -77,6 +85,7 @@ def test_numbers_beyond_their_column_quarantine_the_snapshot_with_rule_values_in
         _admin_with("leo", _set("currentVoters.1.logEndOffset", int("1" + "0" * 30)), "c-leo"),
         _admin_with("fetch", _set("observers.0.lastFetchTimestamp", 9 * 10**15), "c-fetch"),  # year 287168
         _admin_with("caught", _set("currentVoters.0.lastCaughtUpTimestamp", -5), "c-caught"),
+        _admin_with("two", _both(_set("highWatermark", 2**63), _set("observers.0.replicaId", 2**31)), "c-two"),
         _admin_with("ok", lambda p: None, "c-ok"),
     ]
     snapshots, replicas, rejected = quorum.run(spark, *rows)
@@ -91,6 +100,7 @@ def test_numbers_beyond_their_column_quarantine_the_snapshot_with_rule_values_in
         "leo": (["values_in_range"], prefix + "currentVoters[].logEndOffset"),
         "fetch": (["values_in_range"], prefix + f"observers[].lastFetchTimestamp {timestamp}"),
         "caught": (["values_in_range"], prefix + f"currentVoters[].lastCaughtUpTimestamp {timestamp}"),
+        "two": (["values_in_range"], prefix + "highWatermark, observers[].replicaId"),
     }
     assert {r["target_table"] for r in rejected.collect()} == {"silver.quorum_snapshots"}
     # the quarantined record is the bronze record, payload unchanged
