@@ -131,9 +131,10 @@ _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _FLOAT = re.compile(r"^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
 _UNESCAPE = {"\\": "\\", '"': '"', "n": "\n"}
 # How many distinct series (name and labels) a parser process remembers: a scrape repeats the series of the scrapes
-# before it, so each is parsed and named once per process instead of once per sample; the bound keeps a fleet with
-# many partitions from growing a Python worker without limit.
-SERIES_CACHE_SIZE = 1 << 16
+# before it, so each is parsed and named once per process instead of once per sample. A series costs about 1.5 KB in
+# the two caches, so the bound keeps a Python worker under about 25 MB however many partitions a fleet has (past it,
+# the least recently seen series are parsed again).
+SERIES_CACHE_SIZE = 1 << 14
 
 
 class _LineError(ValueError):
