@@ -208,15 +208,11 @@ def _labels(line: str, pos: int) -> tuple[dict[str, str], int]:
 def _sample(line: str) -> tuple[str, dict[str, str], float, int | None]:
     stripped = line.lstrip(" \t")
     series, brace, rest = stripped.rpartition("}")
-    labels_end = -1
-    if brace:  # the common case, `name{labels} value [timestamp]`: the series part is parsed once per process
-        try:
-            name, items, labels_end = _series(series + brace)
-        except _LineError:
-            labels_end = -1
-    if labels_end != len(series) + 1:  # no labels, or a line the cached path does not cover: parsed as written
+    cached = _series(series + brace) if brace else None
+    if cached is None:  # no labels, or a line the cached path does not cover: parsed as written
         name, labels, rest = _name_and_labels(stripped)
-    else:
+    else:  # the common case, `name{labels} value [timestamp]`: the series part is parsed once per process
+        name, items = cached
         labels = dict(items)
     tokens = rest.split()
     if not tokens:
@@ -250,11 +246,14 @@ def _name_and_labels(stripped: str) -> tuple[str, dict[str, str], str]:
 
 
 @functools.lru_cache(maxsize=SERIES_CACHE_SIZE)
-def _series(text: str) -> tuple[str, tuple[tuple[str, str], ...], int]:
-    """(name, labels as pairs, where the labels end in `text`) of the series part of a sample line, `text` ending
-    at a `}`; where they end short of `text`'s end, the caller parses the line itself."""
-    name, labels, rest = _name_and_labels(text)
-    return name, tuple(labels.items()), len(text) - len(rest)
+def _series(text: str) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """(name, labels as pairs) of the series part of a sample line, `text` ending at the `}` of its label set; None
+    when `text` is not exactly a name and a label set (the caller then parses the line as written)."""
+    try:
+        name, labels, rest = _name_and_labels(text)
+    except _LineError:
+        return None
+    return (name, tuple(labels.items())) if rest == "" else None
 
 
 def _family_type(name: str, types: dict[str, str]) -> str | None:
