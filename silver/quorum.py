@@ -275,7 +275,9 @@ def _range_errors(typed: Column, raw: Column) -> Column:
                 )
             )
     found = F.concat_ws(", ", F.array(*problems))
-    return F.when(suspect & (found != ""), F.concat(F.lit("numbers out of range or not integers: "), found))
+    # the field-by-field pass is skipped only where the first one says "none" (not where it cannot tell: NULL)
+    maybe = F.coalesce(suspect, F.lit(True))
+    return F.when(maybe & (found != ""), F.concat(F.lit("numbers out of range or not integers: "), found))
 
 
 def _field_of(name: str):
