@@ -255,10 +255,10 @@ def process_batch(
     if parts:
         candidates = candidates.repartition(parts)
     # Parsed once per batch, on disk (they carry the records' payloads, for quarantine); every output and the
-    # rejects are built from them. The outputs are kept too: each is read by data quality, by GX and by the MERGE.
+    # rejects are built from them.
     parsed = [lakehouse.sources.materialized(df, StorageLevel.DISK_ONLY) for df in flow.parse(candidates, lakehouse)]
-    built = [lakehouse.sources.materialized(df, keep) for df in flow.split(*parsed)]
-    *outputs, rejects = built
+    *outputs, rejects = flow.split(*parsed)
+    rejects = lakehouse.sources.materialized(rejects, keep)
     params = rule_params(config.run_at, config.future_skew_ms)
     quarantine = [unreadable, rejects]
     silver_groups = keys
@@ -268,16 +268,17 @@ def process_batch(
         silver_bounds = bounds.on(flow.silver_keys[-1]) if bounds else None
     for spec, rows in zip(flow.outputs, outputs):
         suite = load_suite(spec.name)
-        # build the table's rows first (they are cached), so what data quality is timed for is data quality, not
-        # the parsing and typing its first action would otherwise run
-        rows.count()
+        # The table's rows with the rules each fails, kept: read by data quality's counts, by GX, by the MERGE and by
+        # quarantine. Built by their own action first, so what data quality is timed for is counting and validating,
+        # not the parsing and typing (and the rules' row-level evaluation) that the first action runs.
+        flagged = lakehouse.sources.materialized(with_failed_rules(rows, suite, params), keep)
+        flagged.count()
         t0 = time.monotonic()
-        flagged = with_failed_rules(rows, suite, params).transform(cached, keep)
         counts = flagged.agg(
             F.count(F.lit(1)).alias("rows"), F.count_if(F.size("failed_rules") == 0).alias("valid")
         ).first()
         if counts["rows"]:  # GX validates the rows of this run, once per table; nothing to validate, no GX run
-            outcomes = validator.validate(rows, suite, params)
+            outcomes = validator.validate(flagged.drop("failed_rules"), suite, params)
             label = f"{config.run_at.isoformat()}#{flow.bronze.table}#{batch_id}"
             pending.validations += [
                 (
@@ -295,10 +296,12 @@ def process_batch(
                 for o in outcomes
             ]
         stats.dq_seconds += time.monotonic() - t0
-        valid = flagged.where(F.size("failed_rules") == 0).drop("failed_rules")
-        lakehouse.replace_groups(spec, valid, silver_groups, silver_bounds)
+        failing = counts["rows"] - counts["valid"]
+        valid = flagged.where(F.size("failed_rules") == 0) if failing else flagged
+        lakehouse.replace_groups(spec, valid.drop("failed_rules"), silver_groups, silver_bounds)
         reached(f"silver:merged:{spec.name}")
-        quarantine.append(row_failures(flagged, spec.name))
+        if failing:  # rows that fail a rule are quarantined with its names (none: the rows are not read again)
+            quarantine.append(row_failures(flagged, spec.name))
         stats.add(spec.name, rows=counts["valid"])
         release(flagged)
     all_rejects = quarantine[0]
@@ -312,7 +315,7 @@ def process_batch(
         release(all_rejects)
     for row in per_table:
         stats.add(row["target_table"], quarantined=row["count"])
-    for df in (*built, *parsed):
+    for df in (rejects, *parsed):
         release(df)
     release(keys)
 
