@@ -696,6 +696,52 @@ def test_replica_entry_without_log_end_offset_is_rejected_and_the_others_kept(bu
 
 
 @case
+def every_reject_kind() -> list[tuple]:
+    """One batch with each way a DescribeQuorum record (or an entry of it) is rejected, and two that look alike but
+    are not: an error response whose voters lack fields (its replicas are never read) and a record with a number out
+    of range that also lacks a field (rejected once, for the number)."""
+    no_leo = scenario_voters(1)
+    del no_leo[0]["logEndOffset"]
+    no_id = scenario_observers(1)
+    del no_id[0]["replicaId"]
+    return [
+        admin("r-range", response(1, scenario_voters(1), [], hw=2**63), 1, cluster="range"),
+        admin("r-shape", BAD_SHAPES["two-topics"], 1, cluster="shape"),
+        admin("r-missing", response(1, no_leo, no_id), 1, cluster="missing"),
+        admin("r-error", response(1, no_leo, [], error=6), 1, cluster="error"),
+        admin("r-range-missing", response(1, no_leo, [], hw=2**63), 1, cluster="range-missing"),
+    ]
+
+
+def test_every_reject_kind_of_a_batch_is_found_and_each_record_once_per_reason(built):
+    snapshots, replicas, rejected = built[every_reject_kind]
+    assert sorted(r["cluster_id"] for r in snapshots.collect()) == ["error", "missing"]
+    assert {r["cluster_id"] for r in replicas.collect()} == {"missing"}
+    assert sorted(r["replica_id"] for r in replicas.collect()) == [3001, 3002]
+    check_rows(
+        rejected,
+        ["target_table", "failed_rules", "record_id"],
+        "target_table STRING, failed_rules ARRAY<STRING>, record_id STRING",
+        [
+            ("silver.quorum_snapshots", ["values_in_range"], "r-range"),
+            ("silver.quorum_snapshots", ["values_in_range"], "r-range-missing"),
+            ("silver.quorum_snapshots", ["response_shape"], "r-shape"),
+            ("silver.replica_states", ["replica_fields_present"], "r-missing"),
+            ("silver.replica_states", ["replica_fields_present"], "r-missing"),
+        ],
+    )
+    # each entry's reason quotes it: the voter without its log end offset, the observer without its id
+    entries = [
+        json.loads(r["reason"].removeprefix("replica entry without replicaId or logEndOffset: "))
+        for r in rejected.collect()
+        if r["record_id"] == "r-missing"
+    ]
+    voter = {"replicaId": 3000, "lastFetchTimestamp": 1730000000480, "lastCaughtUpTimestamp": 1730000000480}
+    observer = {"logEndOffset": 18542, "lastFetchTimestamp": 1730000000450, "lastCaughtUpTimestamp": 1730000000450}
+    assert len(entries) == 2 and voter in entries and observer in entries
+
+
+@case
 def unreadable() -> list[tuple]:
     return [admin("r1", response(1, scenario_voters(1), []), 1, parse_error="malformed JSON")]
 
