@@ -261,6 +261,7 @@ def process_batch(
     rejects = lakehouse.sources.materialized(rejects, keep)
     params = rule_params(config.run_at, config.future_skew_ms)
     quarantine = [unreadable, rejects]
+    failed_kept: list[DataFrame] = []  # the kept rows of tables with failing rows, released once the rejects are built
     silver_groups = keys
     silver_bounds = bounds
     if flow.silver_keys:
@@ -300,10 +301,12 @@ def process_batch(
         valid = flagged.where(F.size("failed_rules") == 0) if failing else flagged
         lakehouse.replace_groups(spec, valid.drop("failed_rules"), silver_groups, silver_bounds)
         reached(f"silver:merged:{spec.name}")
-        if failing:  # rows that fail a rule are quarantined with its names (none: the rows are not read again)
-            quarantine.append(row_failures(flagged, spec.name))
         stats.add(spec.name, rows=counts["valid"])
-        release(flagged)
+        if failing:  # rows that fail a rule are quarantined with its names, read from the kept rows with the rejects
+            quarantine.append(row_failures(flagged, spec.name))
+            failed_kept.append(flagged)
+        else:  # none: the rows are not read again
+            release(flagged)
     all_rejects = quarantine[0]
     for q in quarantine[1:]:
         all_rejects = all_rejects.unionByName(q)
@@ -315,7 +318,7 @@ def process_batch(
         release(all_rejects)
     for row in per_table:
         stats.add(row["target_table"], quarantined=row["count"])
-    for df in (rejects, *parsed):
+    for df in (rejects, *failed_kept, *parsed):
         release(df)
     release(keys)
 
