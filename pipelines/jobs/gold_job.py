@@ -83,6 +83,16 @@ from quorumlake.pipelines.storage import Bounds, Lakehouse
 
 CONSUMER = "gold"
 SOURCES = (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS)
+# The columns of a silver table's changed rows that a round's steps read: the keys and times that scope each step's
+# recompute (the rows themselves are read again from silver, bounded), and what the dimensions summarise. A round keeps
+# the changed rows with these columns only: a backfill's changes are all of silver, and its full rows (payloads,
+# labels, every measure) crowd the driver's heap for the whole round.
+CHANGED_COLUMNS = {
+    SILVER_QUORUM_SNAPSHOTS.name: ("cluster_id", "collected_at", "kafka_cluster_id", "api_version", "voter_count"),
+    SILVER_REPLICA_STATES.name: ("cluster_id", "collected_at", "replica_id", "is_voter"),
+    SILVER_PARTITION_STATES.name: ("cluster_id", "topic", "partition", "collected_at"),
+    SILVER_NODE_METRICS.name: ("cluster_id", "node_id", "scraped_at", "metric", "node_role"),
+}
 
 
 def run_gold(lakehouse: Lakehouse, progress: Progress) -> dict[str, int]:
@@ -182,7 +192,8 @@ def _round(lakehouse: Lakehouse, ranges: dict[str, tuple[int, int]], progress: P
             lo, hi = ranges[spec.name]
             batch = lakehouse.changes(spec, lo, hi).where(F.col("_change_type") != "update_preimage")
             if lakehouse.changes_hold_rows(spec, lo, hi, batch):  # silver's appends: its log says, no query
-                changed[spec.name] = cached(batch)  # only a batch with rows is kept
+                # only a batch with rows is kept, and only the columns the steps read from it
+                changed[spec.name] = cached(batch.select(*CHANGED_COLUMNS[spec.name]))
     written = {spec.name: 0 for spec in (*GOLD_TABLES, *GOLD_DIMENSIONS)}
     if changed:
         versions_before = {spec.name: lakehouse.version(spec) for spec in (*GOLD_TABLES, *GOLD_DIMENSIONS)}

@@ -196,3 +196,25 @@ def test_a_gold_table_is_built_by_the_builder_of_its_name(outputs):
     # leader elections (from quorum snapshots)
     expected[t.GOLD_QUORUM_EVENTS.name] = {"build_membership_events", "build_leader_events"}
     assert gold == expected
+
+
+def test_a_gold_round_keeps_columns_its_silver_tables_have_and_the_dimensions_need(spark):
+    """A gold round keeps only `CHANGED_COLUMNS` of each silver table's changes: they are columns of that table, and
+    the dimension builders (the steps that read changed rows beyond their keys and times) analyze over them alone."""
+    from quorumlake.pipelines.jobs.gold_job import CHANGED_COLUMNS, SOURCES
+
+    assert set(CHANGED_COLUMNS) == {spec.name for spec in SOURCES}
+    for spec in SOURCES:
+        assert set(CHANGED_COLUMNS[spec.name]) <= set(spec.column_names), spec.name
+
+    def changed(spec):
+        return _empty(spark, spec).select(*CHANGED_COLUMNS[spec.name])
+
+    snapshots, replicas = changed(t.SILVER_QUORUM_SNAPSHOTS), changed(t.SILVER_REPLICA_STATES)
+    partitions, metrics = changed(t.SILVER_PARTITION_STATES), changed(t.SILVER_NODE_METRICS)
+    cluster = build_dim_cluster(
+        snapshots, partitions, metrics, _empty(spark, t.GOLD_DIM_CLUSTER), _empty(spark, t.GOLD_CLUSTER_COHORTS)
+    )
+    node = build_dim_node(replicas, metrics, _empty(spark, t.GOLD_DIM_NODE))
+    assert _shape(cluster) == _declared(spark, t.GOLD_DIM_CLUSTER)
+    assert _shape(node) == _declared(spark, t.GOLD_DIM_NODE)
