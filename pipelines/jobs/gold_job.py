@@ -85,8 +85,8 @@ CONSUMER = "gold"
 SOURCES = (SILVER_QUORUM_SNAPSHOTS, SILVER_REPLICA_STATES, SILVER_PARTITION_STATES, SILVER_NODE_METRICS)
 # The columns of a silver table's changed rows that a round's steps read: the keys and times that scope each step's
 # recompute (the rows themselves are read again from silver, bounded), and what the dimensions summarise. A round keeps
-# the changed rows with these columns only: a backfill's changes are all of silver, and its full rows (payloads,
-# labels, every measure) crowd the driver's heap for the whole round.
+# the changed rows with these columns only: a backfill's changes are all of silver, and its full rows (every label
+# and measure) crowd the driver's heap for the whole round.
 CHANGED_COLUMNS = {
     SILVER_QUORUM_SNAPSHOTS.name: ("cluster_id", "collected_at", "kafka_cluster_id", "api_version", "voter_count"),
     SILVER_REPLICA_STATES.name: ("cluster_id", "collected_at", "replica_id", "is_voter"),
